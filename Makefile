@@ -1,0 +1,55 @@
+# Slotwise: `make dev` runs the whole product locally; `make test` runs every check.
+SHELL := /bin/bash
+PY := .venv/bin/python
+PIP := .venv/bin/pip
+CHROMIUM := /usr/bin/chromium
+# Local PostgreSQL and Redis start only when DATABASE_URL / REDIS_URL are not given.
+LOCAL_SERVICES := $(if $(DATABASE_URL),,yes)
+
+.PHONY: dev test lint fmt services services-down venv browser bench-import bench-engine clean-data
+
+venv: .venv/.installed
+
+.venv/.installed: requirements.txt requirements.lock.txt
+	test -x $(PY) || python3 -m venv .venv
+	$(PIP) install -q --upgrade pip
+	# torch first, from the pinned CPU wheel (see README for a CUDA build)
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -r requirements.txt -c requirements.lock.txt
+	touch $@
+
+browser:
+	@test -x $(CHROMIUM) || { echo "Installing Debian's chromium for the browser tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || { echo "could not install chromium: install Debian's chromium package (browser tests need $(CHROMIUM))"; exit 1; }; }
+
+services: venv
+ifeq ($(LOCAL_SERVICES),yes)
+	$(PY) scripts/services.py up
+endif
+
+services-down: venv
+	$(PY) scripts/services.py down
+
+lint: venv
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+fmt: venv
+	.venv/bin/ruff check --fix .
+	.venv/bin/ruff format .
+
+test: venv browser services lint
+	@set -euo pipefail; \
+	if [ -z "$${DATABASE_URL:-}" ]; then eval "$$($(PY) scripts/services.py urls --redis-db 1)"; fi; \
+	$(PY) -m pytest -q -p no:cacheprovider
+
+dev: venv services
+	@bash scripts/dev.sh
+
+bench-import: venv services
+	@if [ -z "$${DATABASE_URL:-}" ]; then eval "$$($(PY) scripts/services.py urls)"; fi; \
+	DEBUG=1 $(PY) manage.py bench_import --rows 100000
+
+clean-data: services-down
+	rm -rf .data

@@ -1,0 +1,114 @@
+"""Catalogs, categories with versioned attribute schemas, and products."""
+
+from django.conf import settings
+from django.db import models
+
+
+class Catalog(models.Model):
+    """A named collection of products a team uploads (one shop, one supplier feed, ...)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Category(models.Model):
+    """A product type (TV, Shoes, Coffee) whose attributes are defined by its schema versions."""
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "categories"
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def current_schema(self) -> "SchemaVersion | None":
+        return self.schema_versions.order_by("-version").first()
+
+
+class SchemaVersion(models.Model):
+    """One immutable version of a category's attribute list; editing makes the next version."""
+
+    category = models.ForeignKey(Category, related_name="schema_versions", on_delete=models.CASCADE)
+    version = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    note = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["category__name", "-version"]
+        constraints = [models.UniqueConstraint(fields=["category", "version"], name="unique_schema_version")]
+
+    def __str__(self):
+        return f"{self.category.name} v{self.version}"
+
+
+class Attribute(models.Model):
+    """An attribute of a schema version: what the model fills in for each product."""
+
+    class Kind(models.TextChoices):
+        TEXT = "text", "Text"
+        NUMBER = "number", "Number with unit"
+        ENUM = "enum", "Enumeration"
+        BOOLEAN = "boolean", "Boolean"
+
+    schema = models.ForeignKey(SchemaVersion, related_name="attributes", on_delete=models.CASCADE)
+    position = models.PositiveIntegerField(default=0)
+    name = models.CharField(max_length=100)
+    description = models.CharField(max_length=500, blank=True, help_text="Goes into the prompt.")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.TEXT)
+    unit = models.CharField(max_length=30, blank=True)
+    allowed_values = models.JSONField(default=list, blank=True)
+    max_tokens = models.PositiveSmallIntegerField(
+        default=12, help_text="Token budget: the value's slot width."
+    )
+    required = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["schema", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["schema", "name"], name="unique_attribute_name_per_schema")
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class Product(models.Model):
+    """One listing. Re-importing the same SKU into the same catalog updates this row."""
+
+    catalog = models.ForeignKey(Catalog, related_name="products", on_delete=models.CASCADE)
+    sku = models.CharField(max_length=100)
+    title = models.CharField(max_length=1000)
+    description = models.TextField(blank=True)
+    category = models.ForeignKey(Category, related_name="products", on_delete=models.PROTECT)
+    known_values = models.JSONField(
+        default=dict, blank=True, help_text="Attribute values the catalog already had."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["catalog", "sku"]
+        constraints = [models.UniqueConstraint(fields=["catalog", "sku"], name="unique_sku_per_catalog")]
+        indexes = [models.Index(fields=["category", "catalog"])]
+
+    def __str__(self):
+        return f"{self.sku}: {self.title[:60]}"
+
+    @property
+    def document(self) -> str:
+        """The text the model reads: the title, then the description when there is one."""
+        return f"{self.title}\n{self.description}".strip() if self.description else self.title

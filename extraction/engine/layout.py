@@ -1,0 +1,279 @@
+"""Prompt layout for hyper-parallel decoding (HPD) and the AR-JSON baseline.
+
+All prompt wording lives here, so inference (hpd.py, ar.py) and training (train.py) agree token for
+token. A prompt is built from segments that are tokenized separately and concatenated as ids:
+
+    prefix   = [bos] instruction + one line per attribute (name: description)      shared by J docs
+    doc      = "Product: <text>\\nJSON: {"                                        one per document
+    key n    = '"Name": "'  (n = 0)   or   '", "Name": "'  (n > 0)
+    value n  = tokens of the value text, then the terminator (eos)
+
+HPD layout (positions jump by a gap G_n after key n; slot n owns positions p_n+1 .. p_n+G_n):
+
+    memory:    prefix | doc_0 key_0 key_1 .. key_N-1 | doc_1 key_0 .. | ... (values appended later)
+    position:  0..P-1 | P ....                       | P ....          (each doc restarts after prefix)
+    doc id:    -1     | 0                            | 1
+    slot id:   -1 for every prompt token; value tokens carry their attribute index n
+
+AR layout: prefix + doc, the model writes key_0 value_0 key_1 value_1 .. '"}' eos.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Protocol
+
+NA = "n/a"  # absent attribute
+PROMPT_DOC = -1  # doc id of the shared prefix
+PROMPT_SLOT = -1  # slot id of every prompt token
+PAD = -2  # doc / slot id of padding entries: never visible to anyone
+
+INSTRUCTION = (
+    "Extract the value of each attribute from the product text below. "
+    "Copy values exactly as written; write n/a when the product does not state the attribute.\n"
+    "Attributes:\n"
+)
+
+
+class Tokenizer(Protocol):
+    """The part of a Hugging Face tokenizer the engine uses."""
+
+    eos_token_id: int | None
+    bos_token_id: int | None
+
+    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = ...) -> str: ...
+
+
+@dataclass(frozen=True)
+class AttributeSpec:
+    """An attribute of a schema: name, description, token budget (the gap of its slot)."""
+
+    name: str
+    description: str = ""
+    max_tokens: int = 12
+
+
+# ---------------------------------------------------------------------------------- text segments
+
+
+def _quote(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def prefix_text(attributes: list[AttributeSpec]) -> str:
+    lines = [f"- {a.name}: {a.description}" if a.description else f"- {a.name}" for a in attributes]
+    return INSTRUCTION + "\n".join(lines) + "\n"
+
+
+def doc_text(text: str) -> str:
+    return f"Product: {' '.join(text.split())}\nJSON: {{"
+
+
+def key_text(name: str, first: bool) -> str:
+    return f'"{_quote(name)}": "' if first else f'", "{_quote(name)}": "'
+
+
+END_TEXT = '"}'
+
+
+def terminator_id(tokenizer: Tokenizer) -> int:
+    if tokenizer.eos_token_id is None:
+        raise ValueError("the tokenizer has no eos token: HPD needs one to end each value")
+    return int(tokenizer.eos_token_id)
+
+
+def _encode(tokenizer: Tokenizer, text: str) -> list[int]:
+    return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+# ---------------------------------------------------------------------------------- schema prompt
+
+
+@dataclass
+class SchemaPrompt:
+    """Token ids of everything that depends on the schema only (computed once per schema)."""
+
+    attributes: list[AttributeSpec]
+    prefix_ids: list[int]  # [P] shared instruction prefix, bos included when the tokenizer has one
+    key_ids: list[list[int]]  # N lists: key segment n
+    end_ids: list[int]  # '"}' closing the AR-JSON object
+    terminator: int  # ends every value (the eos token)
+
+    @property
+    def gaps(self) -> list[int]:
+        return [a.max_tokens for a in self.attributes]
+
+
+def schema_prompt(tokenizer: Tokenizer, attributes: list[AttributeSpec]) -> SchemaPrompt:
+    bos = [int(tokenizer.bos_token_id)] if tokenizer.bos_token_id is not None else []
+    return SchemaPrompt(
+        attributes=list(attributes),
+        prefix_ids=bos + _encode(tokenizer, prefix_text(attributes)),
+        key_ids=[_encode(tokenizer, key_text(a.name, i == 0)) for i, a in enumerate(attributes)],
+        end_ids=_encode(tokenizer, END_TEXT),
+        terminator=terminator_id(tokenizer),
+    )
+
+
+def doc_ids(tokenizer: Tokenizer, text: str) -> list[int]:
+    return _encode(tokenizer, doc_text(text))
+
+
+def value_ids(tokenizer: Tokenizer, value: str, terminator: int, max_tokens: int | None = None) -> list[int]:
+    """Value tokens followed by the terminator; cut to max_tokens value tokens when given."""
+    ids = _encode(tokenizer, value if value.strip() else NA)
+    if max_tokens is not None:
+        ids = ids[:max_tokens]
+    return ids + [terminator]
+
+
+# ---------------------------------------------------------------------------------- HPD layout
+
+
+@dataclass
+class DocLayout:
+    """The part of an HPD prompt owned by one document: doc tokens and keys with their gaps."""
+
+    input_ids: list[int]
+    position_ids: list[int]  # start at the prefix length
+    key_end: list[int]  # N: index (within this doc part) of the last token of key n
+    slot_start: list[int]  # N: position of the first value token of slot n (p_n + 1)
+
+
+def doc_layout(schema: SchemaPrompt, doc: list[int], gaps: list[int] | None = None) -> DocLayout:
+    gaps = schema.gaps if gaps is None else gaps
+    pos = len(schema.prefix_ids)
+    ids, positions, key_end, slot_start = list(doc), list(range(pos, pos + len(doc))), [], []
+    pos += len(doc)
+    for key, gap in zip(schema.key_ids, gaps, strict=True):
+        ids += key
+        positions += list(range(pos, pos + len(key)))
+        pos += len(key)
+        key_end.append(len(ids) - 1)
+        slot_start.append(pos)
+        pos += gap  # the slot owns pos .. pos+gap-1; the next key starts after it
+    return DocLayout(ids, positions, key_end, slot_start)
+
+
+@dataclass
+class HPDLayout:
+    """One stacked HPD prompt: a shared prefix and J documents, flattened in memory order."""
+
+    input_ids: list[int]  # [T]
+    position_ids: list[int]  # [T]
+    doc_ids: list[int]  # [T] -1 = prefix, j = document j
+    slot_ids: list[int]  # [T] -1 = prompt token
+    prefix_len: int
+    key_end: list[list[int]] = field(default_factory=list)  # [J][N] memory index of key n's last token
+    slot_start: list[list[int]] = field(default_factory=list)  # [J][N] position of value n's first token
+
+
+def build_hpd_layout(schema: SchemaPrompt, docs: list[list[int]], with_prefix: bool = True) -> HPDLayout:
+    """Stack the documents (token ids from doc_ids) after one prefix.
+
+    with_prefix=False leaves the prefix out of memory (it lives in a shared cache) but keeps its
+    length in the positions; indices in key_end then count from the first document token.
+    """
+    pre = schema.prefix_ids if with_prefix else []
+    out = HPDLayout(
+        list(pre),
+        list(range(len(pre))),
+        [PROMPT_DOC] * len(pre),
+        [PROMPT_SLOT] * len(pre),
+        len(schema.prefix_ids),
+    )
+    for j, doc in enumerate(docs):
+        part = doc_layout(schema, doc)
+        offset = len(out.input_ids)
+        out.input_ids += part.input_ids
+        out.position_ids += part.position_ids
+        out.doc_ids += [j] * len(part.input_ids)
+        out.slot_ids += [PROMPT_SLOT] * len(part.input_ids)
+        out.key_end.append([offset + k for k in part.key_end])
+        out.slot_start.append(part.slot_start)
+    return out
+
+
+@dataclass
+class HPDTrainingExample:
+    """An HPD prompt with every gold value appended (teacher forcing), for one forward pass."""
+
+    input_ids: list[int]  # [T]
+    position_ids: list[int]  # [T]
+    doc_ids: list[int]  # [T]
+    slot_ids: list[int]  # [T]
+    labels: list[int]  # [T] next-token target at each index, -100 where no loss
+
+
+def hpd_training_example(
+    tokenizer: Tokenizer, schema: SchemaPrompt, docs: list[str], values: list[list[str]]
+) -> HPDTrainingExample:
+    """values[j][n] = gold text of attribute n in document j (NA when absent).
+
+    Value n's tokens v1..vK are appended at positions p_n+1..p_n+K with slot id n; labels put v1 on
+    the last key token, v(i+1) on v(i), and the terminator on vK. Use masks.hpd_mask over
+    (position_ids, doc_ids, slot_ids) as the attention mask, exactly as at inference.
+    """
+    layout = build_hpd_layout(schema, [doc_ids(tokenizer, d) for d in docs])
+    ids, pos = list(layout.input_ids), list(layout.position_ids)
+    doc, slot = list(layout.doc_ids), list(layout.slot_ids)
+    labels = [-100] * len(ids)
+    for j, row in enumerate(values):
+        for n, text in enumerate(row):
+            target = value_ids(tokenizer, text, schema.terminator, schema.attributes[n].max_tokens)
+            labels[layout.key_end[j][n]] = target[0]
+            for k, tok in enumerate(target[:-1]):
+                ids.append(tok)
+                pos.append(layout.slot_start[j][n] + k)
+                doc.append(j)
+                slot.append(n)
+                labels.append(target[k + 1])
+    return HPDTrainingExample(ids, pos, doc, slot, labels)
+
+
+# ---------------------------------------------------------------------------------- AR-JSON layout
+
+
+def build_ar_prompt(schema: SchemaPrompt, doc: list[int]) -> list[int]:
+    """Prompt ids of the AR-JSON baseline: prefix + doc (positions 0..len-1, as in HPD)."""
+    return schema.prefix_ids + list(doc)
+
+
+def ar_target(tokenizer: Tokenizer, schema: SchemaPrompt, values: list[str]) -> list[int]:
+    """What the AR model should write after build_ar_prompt: keys and values, '"}', eos."""
+    out: list[int] = []
+    for n, text in enumerate(values):
+        out += schema.key_ids[n]
+        out += value_ids(tokenizer, text, schema.terminator, schema.attributes[n].max_tokens)[:-1]
+    return out + schema.end_ids + [schema.terminator]
+
+
+def ar_max_new_tokens(schema: SchemaPrompt) -> int:
+    keys = sum(len(k) for k in schema.key_ids)
+    return keys + sum(schema.gaps) + len(schema.end_ids) + 1
+
+
+def parse_ar_json(text: str, names: list[str]) -> dict[str, str | None]:
+    """Tolerant parse of AR-JSON output: a value per name, None when its key never appeared."""
+    text = text.strip()
+    start = text if text.startswith("{") else "{" + text
+    try:
+        obj = json.loads(start)
+        if isinstance(obj, dict):
+            return {n: (str(obj[n]) if n in obj else None) for n in names}
+    except ValueError:
+        pass
+    out: dict[str, str | None] = {}
+    for name in names:
+        key = f'"{_quote(name)}": "'
+        at = text.find(key)
+        if at < 0:
+            out[name] = None
+            continue
+        rest = text[at + len(key) :]
+        ends = [i for i in (rest.find('", "'), rest.find('"}'), rest.find('",')) if i >= 0]
+        out[name] = rest[: min(ends)] if ends else rest
+    return out

@@ -1,0 +1,97 @@
+"""Deterministic train/dev splits of the public AVE data (../shared/data/ave).
+
+- OA-Mine and AE-110k ship a ``dev.jsonl`` that is a subset of ``train.jsonl``: training uses
+  train minus every record whose document text also appears in dev (no leakage through
+  duplicate titles).
+- WDC-PAVE ships only ``train.jsonl``: a seeded 20% dev split is drawn once and stored, in the
+  original format, at ``models/slotwise-ave/splits/wdc-pave-dev.jsonl`` so that ``evaluate`` can
+  read it like any other data file; training uses the rest.
+
+Records stay raw ``dict``s (the JSON-lines format of the data README); the engine's data module
+turns them into products.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DATASETS = ("oa-mine", "ae-110k", "wdc-pave")
+WDC_DEV_FRACTION = 0.2
+WDC_DEV_SEED = 20260
+SPLITS_DIR = Path(__file__).resolve().parents[2] / "models" / "slotwise-ave" / "splits"
+
+
+def document_key(record: dict) -> str:
+    """The document text of a raw record (title only, or title + description)."""
+    if "input" in record:
+        return record["input"]
+    return f"{record.get('input_title', '')}\n{record.get('input_description', '')}"
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def write_jsonl(path: Path, records: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def wdc_dev_split(records: list[dict], fraction: float = WDC_DEV_FRACTION, seed: int = WDC_DEV_SEED):
+    """Seeded split of WDC-PAVE by cluster (offers of one product never straddle the split)."""
+    clusters = sorted({str(r.get("cluster_id", r.get("id", i))) for i, r in enumerate(records)})
+    rng = random.Random(seed)
+    rng.shuffle(clusters)
+    dev_clusters = set(clusters[: round(len(clusters) * fraction)])
+    train, dev = [], []
+    for i, record in enumerate(records):
+        key = str(record.get("cluster_id", record.get("id", i)))
+        (dev if key in dev_clusters else train).append(record)
+    return train, dev
+
+
+@dataclass
+class Split:
+    """Train and dev records of one data set."""
+
+    name: str
+    train: list[dict] = field(default_factory=list)
+    dev: list[dict] = field(default_factory=list)
+    dev_path: Path | None = None
+
+
+def load_split(data_dir: Path, splits_dir: Path = SPLITS_DIR, write: bool = True) -> Split:
+    """Split one data set folder (oa-mine, ae-110k or wdc-pave layout) into train and dev."""
+    data_dir = Path(data_dir)
+    records = read_jsonl(data_dir / "train.jsonl")
+    shipped_dev = data_dir / "dev.jsonl"
+    if shipped_dev.exists():
+        dev = read_jsonl(shipped_dev)
+        dev_docs = {document_key(r) for r in dev}
+        train = [r for r in records if document_key(r) not in dev_docs]
+        return Split(data_dir.name, train, dev, shipped_dev)
+    train, dev = wdc_dev_split(records)
+    dev_path = Path(splits_dir) / f"{data_dir.name}-dev.jsonl"
+    if write and not dev_path.exists():
+        write_jsonl(dev_path, dev)
+    return Split(data_dir.name, train, dev, dev_path)
+
+
+def resolve_data_dirs(paths: list[str]) -> list[Path]:
+    """``--data`` accepts the AVE root (all three sets) or individual data set folders."""
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if (path / "train.jsonl").exists():
+            out.append(path)
+        else:
+            out.extend(path / name for name in DATASETS if (path / name / "train.jsonl").exists())
+    if not out:
+        raise FileNotFoundError(f"no train.jsonl under {paths}")
+    return out

@@ -1,0 +1,128 @@
+"""Extraction runs, their leased work items, and the values they produced.
+
+PostgreSQL is the source of truth for work state: Redis only carries the messages that wake
+workers up, so a lost message or a dead worker delays work but never loses or doubles it.
+This module must never import torch or the engine's decoders (the web process imports it).
+"""
+
+from django.conf import settings
+from django.db import models
+
+from catalog.models import Attribute, Catalog, Category, Product, SchemaVersion
+
+
+class Run(models.Model):
+    class Decoder(models.TextChoices):
+        HPD = "hpd", "HPD (hyper-parallel)"
+        AR = "ar", "AR (autoregressive JSON)"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        CANCELLED = "cancelled", "Cancelled"
+        FAILED = "failed", "Failed"
+
+    name = models.CharField(max_length=200, blank=True)
+    decoder = models.CharField(max_length=10, choices=Decoder.choices)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
+    # The selection the run was started with (kept for display; the work items are the truth).
+    catalog = models.ForeignKey(Catalog, null=True, blank=True, on_delete=models.SET_NULL)
+    category = models.ForeignKey(Category, null=True, blank=True, on_delete=models.SET_NULL)
+    search = models.CharField(max_length=200, blank=True)
+    schema_versions = models.ManyToManyField(SchemaVersion, blank=True, related_name="runs")
+    model_dir = models.CharField(max_length=500)
+    model_name = models.CharField(max_length=200, blank=True)
+    model_revision = models.CharField(max_length=100, blank=True)
+    decode_settings = models.JSONField(
+        default=dict, blank=True, help_text="Decoding settings (stacking, batch, device)."
+    )
+    linked_run = models.OneToOneField(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="linked_from",
+        help_text="The AR (or HPD) run over the same products, for comparison.",
+    )
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    forward_steps = models.BigIntegerField(default=0)
+    tokens_decoded = models.BigIntegerField(default=0)
+    engine_seconds = models.FloatField(default=0.0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return self.name or f"Run {self.pk} ({self.decoder})"
+
+
+class WorkItem(models.Model):
+    """One product of a run. Workers lease items; an expired lease makes the item takeable again."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        LEASED = "leased", "Leased"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    run = models.ForeignKey(Run, related_name="work_items", on_delete=models.CASCADE)
+    product = models.ForeignKey(Product, related_name="work_items", on_delete=models.CASCADE)
+    schema = models.ForeignKey(SchemaVersion, on_delete=models.PROTECT)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    lease_owner = models.CharField(max_length=200, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "product"], name="unique_work_item_per_run_product")
+        ]
+        indexes = [models.Index(fields=["run", "status"])]
+
+
+class ExtractedValue(models.Model):
+    """One (run, product, attribute) value with its confidence and its review state."""
+
+    class ReviewStatus(models.TextChoices):
+        PENDING = "pending", "Pending"
+        ACCEPTED = "accepted", "Accepted"
+        CORRECTED = "corrected", "Corrected"
+        REJECTED = "rejected", "Rejected"
+
+    run = models.ForeignKey(Run, related_name="values", on_delete=models.CASCADE)
+    product = models.ForeignKey(Product, related_name="extracted_values", on_delete=models.CASCADE)
+    attribute = models.ForeignKey(Attribute, related_name="extracted_values", on_delete=models.PROTECT)
+    raw_text = models.TextField(blank=True)
+    value = models.TextField(blank=True, help_text="Normalized value; 'n/a' when the attribute is absent.")
+    confidence = models.FloatField(default=0.0)
+    truncated = models.BooleanField(default=False)
+    steps = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Review state: `version` increases on every change so concurrent edits are detected.
+    review_status = models.CharField(
+        max_length=10, choices=ReviewStatus.choices, default=ReviewStatus.PENDING
+    )
+    reviewed_value = models.TextField(blank=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "product", "attribute"], name="unique_value_per_run_product_attribute"
+            )
+        ]
+        indexes = [models.Index(fields=["run", "review_status", "confidence"])]

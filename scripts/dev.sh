@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the product locally until Ctrl-C: migrations, demo users and catalog, web server, workers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+if [ -z "${DATABASE_URL:-}" ] || [ -z "${REDIS_URL:-}" ]; then
+  eval "$($PY scripts/services.py urls)"
+fi
+export DEBUG="${DEBUG:-1}"
+$PY manage.py migrate --noinput -v0
+$PY manage.py create_demo_users
+$PY manage.py load_demo_catalog
+
+pids=()
+cleanup() {
+  trap - INT TERM EXIT
+  kill "${pids[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  echo "Stopped the web server and the workers (PostgreSQL and Redis keep running: make services-down)."
+}
+trap cleanup INT TERM EXIT
+
+# One GPU-queue process per GPU (one here: the CPU), and a light queue for imports and exports.
+.venv/bin/celery -A workers worker -Q gpu -c 1 -n gpu@%h --loglevel=INFO &
+pids+=($!)
+.venv/bin/celery -A workers worker -Q light -c 2 -n light@%h --loglevel=INFO &
+pids+=($!)
+echo "Slotwise is starting on http://localhost:8000  (Ctrl-C stops it)"
+$PY manage.py runserver 0.0.0.0:8000 --noreload &
+pids+=($!)
+wait -n "${pids[@]}"
