@@ -14,7 +14,7 @@ venv: .venv/.installed
 	test -x $(PY) || python3 -m venv .venv
 	$(PIP) install -q --upgrade pip
 	# torch first, from the pinned CPU wheel (see README for a CUDA build)
-	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q torch==2.13.0 $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 	$(PIP) install -q -r requirements.txt -c requirements.lock.txt
 	touch $@
 
