@@ -112,3 +112,69 @@ class Product(models.Model):
     def document(self) -> str:
         """The text the model reads: the title, then the description when there is one."""
         return f"{self.title}\n{self.description}".strip() if self.description else self.title
+
+
+class ImportJob(models.Model):
+    """One CSV upload on its way through mapping, preview and the background import.
+
+    The uploaded file stays on disk (MEDIA_ROOT/imports) so the preview and the worker read the
+    same bytes; the summary counts are written in the same transaction as the products.
+    """
+
+    class Status(models.TextChoices):
+        UPLOADED = "uploaded", "Uploaded"
+        MAPPED = "mapped", "Mapped"
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    catalog = models.ForeignKey(Catalog, related_name="imports", on_delete=models.CASCADE)
+    file = models.FileField(upload_to="imports/")
+    original_name = models.CharField(max_length=255)
+    size_bytes = models.BigIntegerField(default=0)
+    encoding = models.CharField(max_length=20)
+    delimiter = models.CharField(max_length=1)
+    header = models.JSONField(default=list)
+    mapping = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.UPLOADED)
+    total_rows = models.PositiveIntegerField(default=0)
+    processed_rows = models.PositiveIntegerField(default=0)
+    created_count = models.PositiveIntegerField(default=0)
+    updated_count = models.PositiveIntegerField(default=0)
+    skipped_count = models.PositiveIntegerField(default=0)
+    message = models.TextField(blank=True, help_text="Why the import failed, when it did.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"Import {self.pk} of {self.original_name}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in {self.Status.DONE, self.Status.FAILED}
+
+    @property
+    def percent(self) -> int:
+        if self.status == self.Status.DONE:
+            return 100
+        return min(99, int(100 * self.processed_rows / self.total_rows)) if self.total_rows else 0
+
+
+class ImportRowError(models.Model):
+    """A row the import skipped, and why: the lines of the downloadable error report."""
+
+    job = models.ForeignKey(ImportJob, related_name="row_errors", on_delete=models.CASCADE)
+    row_number = models.PositiveIntegerField(help_text="Line of the data row in the file (header is 1).")
+    sku = models.CharField(max_length=200, blank=True)
+    column = models.CharField(max_length=200, blank=True)
+    reason = models.CharField(max_length=500)
+    cells = models.JSONField(default=list, help_text="The row as it was in the file.")
+
+    class Meta:
+        ordering = ["job", "row_number", "id"]

@@ -51,6 +51,9 @@ class Run(models.Model):
     forward_steps = models.BigIntegerField(default=0)
     tokens_decoded = models.BigIntegerField(default=0)
     engine_seconds = models.FloatField(default=0.0)
+    error = models.TextField(blank=True, help_text="Why the run stopped, when it did not finish.")
+    # When a wake-up message was last sent; the reaper uses it so a stalled run is kicked, not spammed.
+    last_kick_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -82,12 +85,20 @@ class WorkItem(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # How many times results were written for this item (1 when done): the proof that no product
+    # was done twice, and the worker that wrote them.
+    writes = models.PositiveSmallIntegerField(default=0)
+    done_by = models.CharField(max_length=200, blank=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["run", "product"], name="unique_work_item_per_run_product")
         ]
-        indexes = [models.Index(fields=["run", "status"])]
+        indexes = [
+            models.Index(fields=["run", "status"]),
+            # Leasing walks a run's queued items in (schema, id) order so a batch shares one schema.
+            models.Index(fields=["run", "status", "schema", "id"], name="workitem_lease_order"),
+        ]
 
 
 class ExtractedValue(models.Model):

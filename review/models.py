@@ -1,0 +1,149 @@
+"""Review state kept beside the extracted values: history, gold, background jobs, shortcuts.
+
+ExtractedValue (extraction/models.py) holds the current review state of a value; every change to
+it also writes a ValueEvent here, so the history is complete. Accepted and corrected values become
+GoldValue rows, one per (product, attribute name, schema version), which the quality dashboard
+and the `export_gold` command read.
+"""
+
+from django.conf import settings
+from django.db import models
+
+from catalog.models import Product, SchemaVersion
+from extraction.models import ExtractedValue, Run
+
+
+class ValueEvent(models.Model):
+    """One change to one value's review state: who, when, old, new, and from which run."""
+
+    class Action(models.TextChoices):
+        ACCEPT = "accept", "Accepted"
+        CORRECT = "correct", "Corrected"
+        REJECT = "reject", "Rejected"
+        SET_NA = "set_na", "Set to n/a"
+        UNDO = "undo", "Undone"
+        BULK_ACCEPT = "bulk_accept", "Accepted in bulk"
+        BULK_REJECT = "bulk_reject", "Rejected in bulk"
+
+    value = models.ForeignKey(ExtractedValue, related_name="events", on_delete=models.CASCADE)
+    run = models.ForeignKey(Run, related_name="review_events", on_delete=models.CASCADE)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    at = models.DateTimeField(auto_now_add=True)
+    action = models.CharField(max_length=12, choices=Action.choices)
+    old_status = models.CharField(max_length=10)
+    new_status = models.CharField(max_length=10)
+    old_value = models.TextField(blank=True)
+    new_value = models.TextField(blank=True)
+    # The value's version after this change: an undo is only safe while nobody changed it since.
+    version_after = models.PositiveIntegerField()
+    undone = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["actor", "undone", "-at"])]
+
+    def __str__(self):
+        return f"{self.get_action_display()} value {self.value_id} by {self.actor_id}"
+
+
+class GoldValue(models.Model):
+    """The approved value of an attribute for a product under one schema version."""
+
+    product = models.ForeignKey(Product, related_name="gold_values", on_delete=models.CASCADE)
+    attribute_name = models.CharField(max_length=100)
+    schema = models.ForeignKey(SchemaVersion, related_name="gold_values", on_delete=models.CASCADE)
+    value = models.TextField(help_text="The approved value; 'n/a' when the attribute is absent.")
+    # Where it came from: the reviewed value (null when seeded from a catalog's known values).
+    source = models.ForeignKey(
+        ExtractedValue, null=True, blank=True, related_name="gold", on_delete=models.SET_NULL
+    )
+    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    approved_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["product", "attribute_name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["product", "attribute_name", "schema"], name="unique_gold_per_product_attribute_schema"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.product_id}/{self.attribute_name}={self.value}"
+
+
+class BackgroundJob(models.Model):
+    """Fields shared by the review's background jobs: owner, state and progress."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    # The queue filter the job acts on, as the query parameters of the queue page.
+    filters = models.JSONField(default=dict)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at"]
+
+    @property
+    def percent(self) -> int:
+        if self.status == self.Status.DONE:
+            return 100
+        return int(100 * self.done / self.total) if self.total else 0
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)
+
+
+class BulkAction(BackgroundJob):
+    """Accept or reject everything a queue filter matches, in chunks, with progress."""
+
+    class Action(models.TextChoices):
+        ACCEPT = "accept", "Accept"
+        REJECT = "reject", "Reject"
+
+    action = models.CharField(max_length=10, choices=Action.choices)
+    changed = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0, help_text="Values changed by someone meanwhile.")
+
+
+class ExportJob(BackgroundJob):
+    """A file of approved values (CSV or JSON, wide or long) written in the background."""
+
+    class Format(models.TextChoices):
+        CSV = "csv", "CSV"
+        JSON = "json", "JSON"
+
+    class Shape(models.TextChoices):
+        WIDE = "wide", "Wide (one row per product)"
+        LONG = "long", "Long (one row per value)"
+
+    format = models.CharField(max_length=4, choices=Format.choices)
+    shape = models.CharField(max_length=4, choices=Shape.choices)
+    file = models.FileField(upload_to="review-exports/", blank=True)
+
+    @property
+    def filename(self) -> str:
+        return f"approved-values-{self.shape}-{self.pk}.{self.format}"
+
+
+class ReviewerSettings(models.Model):
+    """A reviewer's own keyboard shortcuts and GPU price (the defaults live in review/shortcuts.py)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, related_name="review_settings", on_delete=models.CASCADE)
+    shortcuts = models.JSONField(default=dict, blank=True, help_text="action -> key, overriding the defaults.")
+    gpu_price_per_hour = models.DecimalField(max_digits=8, decimal_places=2, null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "reviewer settings"

@@ -40,6 +40,9 @@ def redis_url(db: int = 0) -> str:
 
 
 def _pg_bin(name: str) -> str:
+    # pgserver asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR it warns.
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(DATA / "run"))
+    (DATA / "run").mkdir(parents=True, exist_ok=True)
     import pgserver
 
     return str(Path(pgserver.__file__).parent / "pginstall" / "bin" / name)
@@ -218,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         redis_down()
         redis_up()
     if args.env or args.action == "urls":
-        sys.stdout.write(f"export DATABASE_URL={database_url()}\nexport REDIS_URL={redis_url(args.redis_db)}\n")
+        sys.stdout.write(
+            f"export DATABASE_URL={database_url()}\nexport REDIS_URL={redis_url(args.redis_db)}\n"
+        )
     return 0
 
 
