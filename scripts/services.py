@@ -42,7 +42,8 @@ def redis_url(db: int = 0) -> str:
 def _pg_bin(name: str) -> str:
     # pgserver asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR it warns.
     os.environ.setdefault("XDG_RUNTIME_DIR", str(DATA / "run"))
-    (DATA / "run").mkdir(parents=True, exist_ok=True)
+    (DATA / "run").mkdir(mode=0o700, parents=True, exist_ok=True)
+    (DATA / "run").chmod(0o700)
     import pgserver
 
     return str(Path(pgserver.__file__).parent / "pginstall" / "bin" / name)
