@@ -39,7 +39,9 @@ class System(models.Model):
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(
-                condition=(models.Q(kind="run", run__isnull=False) | models.Q(kind="imported", run__isnull=True)),
+                condition=(
+                    models.Q(kind="run", run__isnull=False) | models.Q(kind="imported", run__isnull=True)
+                ),
                 name="system_run_matches_kind",
             )
         ]
@@ -92,7 +94,9 @@ class Campaign(models.Model):
             models.CheckConstraint(
                 condition=~models.Q(first_system=models.F("second_system")), name="campaign_systems_differ"
             ),
-            models.CheckConstraint(condition=models.Q(raters_per_item__gte=1), name="campaign_raters_per_item"),
+            models.CheckConstraint(
+                condition=models.Q(raters_per_item__gte=1), name="campaign_raters_per_item"
+            ),
         ]
 
     def __str__(self):

@@ -64,7 +64,8 @@ class GoldValue(models.Model):
         ordering = ["product", "attribute_name"]
         constraints = [
             models.UniqueConstraint(
-                fields=["product", "attribute_name", "schema"], name="unique_gold_per_product_attribute_schema"
+                fields=["product", "attribute_name", "schema"],
+                name="unique_gold_per_product_attribute_schema",
             )
         ]
 
@@ -141,8 +142,12 @@ class ExportJob(BackgroundJob):
 class ReviewerSettings(models.Model):
     """A reviewer's own keyboard shortcuts and GPU price (the defaults live in review/shortcuts.py)."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, related_name="review_settings", on_delete=models.CASCADE)
-    shortcuts = models.JSONField(default=dict, blank=True, help_text="action -> key, overriding the defaults.")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, related_name="review_settings", on_delete=models.CASCADE
+    )
+    shortcuts = models.JSONField(
+        default=dict, blank=True, help_text="action -> key, overriding the defaults."
+    )
     gpu_price_per_hour = models.DecimalField(max_digits=8, decimal_places=2, null=True, blank=True)
 
     class Meta:

@@ -1,0 +1,29 @@
+# One image for the web server and both workers (see docker-compose.yml).
+# CPU build by default; for the GPU worker build with a CUDA wheel of the same torch version:
+#   docker compose build --build-arg TORCH_INDEX_URL=<your CUDA wheel index> worker-gpu
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    MEDIA_ROOT=/data/media
+
+WORKDIR /app
+
+ARG TORCH_SPEC=torch==2.13.0
+ARG TORCH_INDEX_URL=
+RUN pip install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "$TORCH_SPEC"
+
+COPY requirements.txt requirements.lock.txt ./
+RUN pip install -r requirements.txt -c requirements.lock.txt
+
+COPY . .
+# Static files are collected at build time and served by WhiteNoise from the image.
+RUN SECRET_KEY=collectstatic-only-not-a-runtime-key python manage.py collectstatic --noinput -v0
+
+RUN useradd --create-home --uid 1000 slotwise && mkdir -p /data/media && chown -R slotwise /data
+USER slotwise
+
+EXPOSE 8000
+CMD ["gunicorn", "slotwise.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "120"]

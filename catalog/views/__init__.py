@@ -1,0 +1,1 @@
+"""Catalog screens: products, schemas, uploads (one module each)."""

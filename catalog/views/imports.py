@@ -1,0 +1,230 @@
+"""Upload screens: file -> mapping -> preview -> confirm -> live progress -> summary and error report."""
+
+import csv
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounts.roles import ADMIN, role_required
+from catalog.csv_files import DELIMITER_NAMES, ENCODING_NAMES, BadFile, check_size, read_rows
+from catalog.csv_safety import safe_row
+from catalog.forms import MappingForm, UploadForm
+from catalog.import_mapping import Mapping, guess_mapping
+from catalog.importer import file_format_of
+from catalog.imports import build_preview, do_create_import, do_save_mapping, do_start_import
+from catalog.models import Attribute, ImportJob
+
+SAMPLE_ROWS = 3
+UPLOAD_FORM_OVERHEAD_BYTES = 64 * 1024  # multipart boundaries and the other form fields
+ERRORS_ON_PAGE = 50
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(ADMIN)
+def upload(request):
+    if request.method == "POST" and _body_too_large(request):
+        # Refused before the body is read: a huge file is never written anywhere.
+        error = too_large_message(int(request.META["CONTENT_LENGTH"]))
+        return _render_upload(request, UploadForm(), status=413, error=error)
+    form = UploadForm(request.POST or None, request.FILES or None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                job = do_create_import(
+                    form.cleaned_data["file"],
+                    form.cleaned_data["catalog"],
+                    form.cleaned_data["new_catalog"],
+                    request.user,
+                )
+            except BadFile as exc:
+                form.add_error("file", str(exc))
+            else:
+                return redirect("catalog:import_map", pk=job.pk)
+        status = 400
+    return _render_upload(request, form, status)
+
+
+def _body_too_large(request) -> bool:
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return False
+    return length > settings.CATALOG_UPLOAD_MAX_BYTES + UPLOAD_FORM_OVERHEAD_BYTES
+
+
+def too_large_message(size: int) -> str:
+    try:
+        check_size(size, settings.CATALOG_UPLOAD_MAX_BYTES)
+    except BadFile as exc:
+        return str(exc)
+    return "The file is over the size limit."
+
+
+def _render_upload(request, form, status: int, error: str = ""):
+    recent = ImportJob.objects.select_related("catalog", "created_by")[:10]
+    context = {"form": form, "recent": recent, "error": error}
+    return render(request, "catalog/upload.html", context, status=status)
+
+
+@require_GET
+@role_required(ADMIN)
+def import_list(request):
+    jobs = ImportJob.objects.select_related("catalog", "created_by")[:100]
+    return render(request, "catalog/import_list.html", {"jobs": jobs})
+
+
+def _mapping_initial(job: ImportJob) -> dict:
+    if job.mapping:
+        mapping = Mapping.from_json(job.mapping)
+    else:
+        names = sorted(set(Attribute.objects.values_list("name", flat=True)))
+        mapping = guess_mapping(job.header, names)
+    initial = {
+        name: "" if getattr(mapping, name) is None else str(getattr(mapping, name))
+        for name in ("sku", "title", "description", "category")
+    }
+    initial["fixed_category"] = mapping.fixed_category_id
+    for index, attribute in mapping.known.items():
+        initial[f"known_{index}"] = attribute
+    return initial
+
+
+def _mapping_from(form: MappingForm) -> Mapping:
+    fixed = form.cleaned_data.get("fixed_category")
+    mapping = Mapping(
+        sku=form.column_choice("sku"),
+        title=form.column_choice("title"),
+        description=form.column_choice("description"),
+        category=form.column_choice("category"),
+        fixed_category_id=fixed.pk if fixed and form.column_choice("category") is None else None,
+    )
+    used = mapping.used_columns()
+    for index in range(len(form.header)):
+        name = (form.cleaned_data.get(f"known_{index}") or "").strip()
+        if name and index not in used:
+            mapping.known[index] = name
+    return mapping
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(ADMIN)
+def import_map(request, pk: int):
+    job = get_object_or_404(ImportJob.objects.select_related("catalog"), pk=pk)
+    if job.status not in {ImportJob.Status.UPLOADED, ImportJob.Status.MAPPED}:
+        return redirect("catalog:import_detail", pk=job.pk)
+    form = MappingForm(request.POST or None, header=job.header, initial=_mapping_initial(job))
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        try:
+            do_save_mapping(job, _mapping_from(form))
+        except BadFile as exc:
+            form.add_error(None, str(exc))
+            status = 400
+        else:
+            return redirect("catalog:import_preview", pk=job.pk)
+    samples = [
+        cells
+        for _, cells in zip(range(SAMPLE_ROWS), read_rows(job.file.path, file_format_of(job)), strict=False)
+    ]
+    columns = [
+        {
+            "index": i,
+            "name": name,
+            "samples": [row[i] for row in samples if i < len(row)],
+            "known": form.known_field(i),
+        }
+        for i, name in enumerate(job.header)
+    ]
+    attribute_names = sorted(set(Attribute.objects.values_list("name", flat=True)))
+    context = {
+        "job": job,
+        "form": form,
+        "columns": columns,
+        "attribute_names": attribute_names,
+        "encoding": ENCODING_NAMES.get(job.encoding, job.encoding),
+        "delimiter": DELIMITER_NAMES.get(job.delimiter, job.delimiter),
+    }
+    return render(request, "catalog/import_map.html", context, status=status)
+
+
+@require_GET
+@role_required(ADMIN)
+def import_preview(request, pk: int):
+    job = get_object_or_404(ImportJob.objects.select_related("catalog"), pk=pk)
+    if job.status == ImportJob.Status.UPLOADED:
+        return redirect("catalog:import_map", pk=job.pk)
+    if job.status != ImportJob.Status.MAPPED:
+        return redirect("catalog:import_detail", pk=job.pk)
+    preview = build_preview(job)
+    mapping = Mapping.from_json(job.mapping)
+    context = {
+        "job": job,
+        "preview": preview,
+        "mapping": mapping,
+        "known_names": list(mapping.known.values()),
+        "good_rows": preview.checked_rows - preview.bad_rows,
+        "encoding": ENCODING_NAMES.get(job.encoding, job.encoding),
+        "delimiter": DELIMITER_NAMES.get(job.delimiter, job.delimiter),
+    }
+    return render(request, "catalog/import_preview.html", context)
+
+
+@require_POST
+@role_required(ADMIN)
+def import_start(request, pk: int):
+    job = get_object_or_404(ImportJob, pk=pk)
+    try:
+        do_start_import(job)
+    except BadFile as exc:
+        messages.error(request, str(exc))
+    return redirect("catalog:import_detail", pk=job.pk)
+
+
+def _job_context(job: ImportJob) -> dict:
+    return {
+        "job": job,
+        "errors": job.row_errors.all()[:ERRORS_ON_PAGE] if job.status == ImportJob.Status.DONE else [],
+    }
+
+
+@require_GET
+@role_required(ADMIN)
+def import_detail(request, pk: int):
+    job = get_object_or_404(ImportJob.objects.select_related("catalog", "created_by"), pk=pk)
+    return render(request, "catalog/import_detail.html", _job_context(job))
+
+
+@require_GET
+@role_required(ADMIN)
+def import_progress(request, pk: int):
+    job = get_object_or_404(ImportJob.objects.select_related("catalog"), pk=pk)
+    return render(request, "catalog/_import_progress.html", _job_context(job))
+
+
+class _Echo:
+    """csv.writer target that hands each line back instead of buffering the whole report."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+@require_GET
+@role_required(ADMIN)
+def import_errors(request, pk: int):
+    job = get_object_or_404(ImportJob, pk=pk)
+    writer = csv.writer(_Echo())
+
+    def lines():
+        yield writer.writerow(safe_row(["row", "sku", "column", "reason", *job.header]))
+        for error in job.row_errors.order_by("row_number", "id").iterator(chunk_size=2000):
+            yield writer.writerow(
+                safe_row([error.row_number, error.sku, error.column, error.reason, *error.cells])
+            )
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="import-{job.pk}-errors.csv"'
+    return response

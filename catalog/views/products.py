@@ -1,0 +1,80 @@
+"""Product browser: filtered, paginated list and one product's page."""
+
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from accounts.roles import ADMIN, REVIEWER, role_required
+from catalog.models import Catalog, Category, Product
+from catalog.schemas import current_attributes
+
+PRODUCTS_PER_PAGE = 50
+
+
+def _int_or_none(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+@require_GET
+@role_required(ADMIN, REVIEWER)
+def product_list(request):
+    catalog_id = _int_or_none(request.GET.get("catalog"))
+    category_id = _int_or_none(request.GET.get("category"))
+    query = request.GET.get("q", "").strip()
+    products = Product.objects.select_related("catalog", "category").order_by("catalog__name", "sku")
+    if catalog_id:
+        products = products.filter(catalog_id=catalog_id)
+    if category_id:
+        products = products.filter(category_id=category_id)
+    if query:
+        products = products.filter(
+            Q(title__icontains=query) | Q(sku__iexact=query) | Q(description__icontains=query)
+        )
+    page = Paginator(products, PRODUCTS_PER_PAGE).get_page(request.GET.get("page"))
+    filters = request.GET.copy()
+    filters.pop("page", None)
+    context = {
+        "page": page,
+        "catalogs": Catalog.objects.all(),
+        "categories": Category.objects.all(),
+        "catalog_id": catalog_id,
+        "category_id": category_id,
+        "query": query,
+        "filter_query": filters.urlencode(),
+    }
+    template = (
+        "catalog/_product_results.html"
+        if request.htmx and not request.htmx.boosted
+        else "catalog/product_list.html"
+    )
+    return render(request, template, context)
+
+
+@require_GET
+@role_required(ADMIN, REVIEWER)
+def product_detail(request, pk: int):
+    product = get_object_or_404(Product.objects.select_related("catalog", "category"), pk=pk)
+    schema = product.category.current_schema
+    extracted: dict[str, list] = {}
+    for value in product.extracted_values.select_related("run", "attribute").order_by("-run__created_at"):
+        extracted.setdefault(value.attribute.name.lower(), []).append(value)
+    attributes = []
+    for data in current_attributes(schema):
+        attributes.append(
+            {
+                "spec": data,
+                "known": product.known_values.get(data.name, ""),
+                "extracted": extracted.pop(data.name.lower(), []),
+            }
+        )
+    in_schema = {a["spec"].name for a in attributes}
+    other_known = {k: v for k, v in product.known_values.items() if k not in in_schema}
+    return render(
+        request,
+        "catalog/product_detail.html",
+        {"product": product, "schema": schema, "attributes": attributes, "other_known": other_known},
+    )

@@ -1,0 +1,196 @@
+"""Schema screens: category list, the htmx attribute editor, old versions, JSON export and import."""
+
+import json
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounts.roles import ADMIN, REVIEWER, role_required
+from catalog.forms import AttributeForm, CategoryForm, SchemaImportForm
+from catalog.models import Category, SchemaVersion
+from catalog.schemas import (
+    SchemaError,
+    current_attributes,
+    do_add_attribute,
+    do_create_category,
+    do_delete_attribute,
+    do_import_schema,
+    do_move_attribute,
+    do_update_attribute,
+    schema_to_dict,
+)
+
+
+def _list_context(form=None, import_form=None) -> dict:
+    categories = Category.objects.prefetch_related("schema_versions__attributes").order_by("name")
+    rows = []
+    for category in categories:
+        versions = sorted(category.schema_versions.all(), key=lambda v: v.version)
+        rows.append((category, versions[-1] if versions else None))
+    return {"rows": rows, "form": form or CategoryForm(), "import_form": import_form or SchemaImportForm()}
+
+
+@require_GET
+@role_required(ADMIN, REVIEWER)
+def schema_list(request):
+    return render(request, "catalog/schema_list.html", _list_context())
+
+
+@require_POST
+@role_required(ADMIN)
+def category_create(request):
+    form = CategoryForm(request.POST)
+    if form.is_valid():
+        try:
+            category = do_create_category(
+                form.cleaned_data["name"], form.cleaned_data["description"], request.user
+            )
+        except SchemaError as exc:
+            form.add_error("name", str(exc))
+        else:
+            messages.success(request, f"Created {category.name}. Add its attributes below.")
+            return redirect("catalog:schema", pk=category.pk)
+    return render(request, "catalog/schema_list.html", _list_context(form=form), status=400)
+
+
+@require_POST
+@role_required(ADMIN)
+def schema_import(request):
+    form = SchemaImportForm(request.POST, request.FILES)
+    if form.is_valid():
+        try:
+            version, created = do_import_schema(form.cleaned_data["file"], request.user)
+        except SchemaError as exc:
+            form.add_error("file", f"The schema was not imported: {exc}.")
+        else:
+            if created:
+                messages.success(request, f"Imported {version}.")
+            else:
+                messages.info(request, f"{version} already says exactly this; nothing changed.")
+            return redirect("catalog:schema", pk=version.category_id)
+    return render(request, "catalog/schema_list.html", _list_context(import_form=form), status=400)
+
+
+def _editor_context(category: Category, **extra) -> dict:
+    version = category.current_schema
+    return {
+        "category": category,
+        "version": version,
+        "attributes": current_attributes(version),
+        "versions": category.schema_versions.select_related("created_by").order_by("-version"),
+        "add_form": extra.pop("add_form", None) or AttributeForm(),
+        **extra,
+    }
+
+
+def _render_editor(request, category: Category, **extra) -> HttpResponse:
+    template = "catalog/_schema_editor.html" if request.htmx else "catalog/schema_detail.html"
+    return render(request, template, _editor_context(category, **extra))
+
+
+@require_GET
+@role_required(ADMIN, REVIEWER)
+def schema_detail(request, pk: int):
+    return _render_editor(request, get_object_or_404(Category, pk=pk))
+
+
+@require_GET
+@role_required(ADMIN, REVIEWER)
+def schema_version(request, pk: int, version: int):
+    schema = get_object_or_404(
+        SchemaVersion.objects.select_related("category", "created_by"), category_id=pk, version=version
+    )
+    return render(
+        request,
+        "catalog/schema_version.html",
+        {"schema": schema, "category": schema.category, "attributes": current_attributes(schema)},
+    )
+
+
+@require_GET
+@role_required(ADMIN, REVIEWER)
+def schema_export(request, pk: int):
+    category = get_object_or_404(Category, pk=pk)
+    wanted = request.GET.get("version")
+    schema = category.schema_versions.filter(version=wanted).first() if wanted else category.current_schema
+    if schema is None:
+        raise Http404("no such schema version")
+    response = HttpResponse(
+        json.dumps(schema_to_dict(schema), indent=2, ensure_ascii=False), content_type="application/json"
+    )
+    filename = f"{category.name.lower().replace(' ', '-')}-v{schema.version}.json"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def _base_version(request) -> int:
+    try:
+        return int(request.POST.get("base_version", ""))
+    except ValueError:
+        return -1
+
+
+@require_POST
+@role_required(ADMIN)
+def attribute_add(request, pk: int):
+    category = get_object_or_404(Category, pk=pk)
+    form = AttributeForm(request.POST)
+    if not form.is_valid():
+        return _render_editor(request, category, add_form=form)
+    try:
+        version = do_add_attribute(category, _base_version(request), form.to_data(), request.user)
+    except SchemaError as exc:
+        return _render_editor(request, category, add_form=form, error=str(exc))
+    return _render_editor(request, category, notice=f"v{version.version}: {version.note}")
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(ADMIN)
+def attribute_edit(request, pk: int, index: int):
+    category = get_object_or_404(Category, pk=pk)
+    attributes = current_attributes(category.current_schema)
+    if not 0 <= index < len(attributes):
+        return _render_editor(
+            request, category, error="That attribute is gone: the schema changed meanwhile."
+        )
+    if request.method == "GET":
+        form = AttributeForm.initial_from(attributes[index], prefix="edit")
+        return render(
+            request,
+            "catalog/_attribute_edit_row.html",
+            {"category": category, "version": category.current_schema, "index": index, "form": form},
+        )
+    form = AttributeForm(request.POST, prefix="edit")
+    if not form.is_valid():
+        context = {"category": category, "version": category.current_schema, "index": index, "form": form}
+        return render(request, "catalog/_attribute_edit_row.html", context)
+    try:
+        version = do_update_attribute(category, _base_version(request), index, form.to_data(), request.user)
+    except SchemaError as exc:
+        return _render_editor(request, category, error=str(exc))
+    return _render_editor(request, category, notice=f"v{version.version}: {version.note}")
+
+
+@require_POST
+@role_required(ADMIN)
+def attribute_delete(request, pk: int, index: int):
+    category = get_object_or_404(Category, pk=pk)
+    try:
+        version = do_delete_attribute(category, _base_version(request), index, request.user)
+    except SchemaError as exc:
+        return _render_editor(request, category, error=str(exc))
+    return _render_editor(request, category, notice=f"v{version.version}: {version.note}")
+
+
+@require_POST
+@role_required(ADMIN)
+def attribute_move(request, pk: int, index: int):
+    category = get_object_or_404(Category, pk=pk)
+    offset = -1 if request.POST.get("direction") == "up" else 1
+    try:
+        version = do_move_attribute(category, _base_version(request), index, offset, request.user)
+    except SchemaError as exc:
+        return _render_editor(request, category, error=str(exc))
+    return _render_editor(request, category, notice=f"v{version.version}: {version.note}")

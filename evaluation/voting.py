@@ -1,0 +1,166 @@
+"""What a rater sees and does: the next item, its two anonymous outputs, the vote, the progress.
+
+Everything here that reaches a rater speaks of sides A and B and of item tokens, never of systems.
+"""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from accounts.roles import RATER, has_role
+from evaluation.models import Assignment, Campaign, CampaignItem, Vote
+from evaluation.systems import outputs_of
+
+# An item handed out but not voted on goes back to the pool after this long.
+ASSIGNMENT_TTL = timedelta(minutes=30)
+MAX_COMMENT_CHARS = 2000
+ABSENT = ""
+
+
+class VoteError(ValueError):
+    """The vote was refused; the message says why, and nothing was stored."""
+
+
+def may_rate(campaign: Campaign, user) -> bool:
+    if not has_role(user, RATER) or campaign.status != Campaign.Status.OPEN:
+        return False
+    chosen = campaign.raters.all()
+    return not chosen.exists() or chosen.filter(pk=user.pk).exists()
+
+
+def rateable_campaigns(user):
+    """Open campaigns this user may vote in: those naming them, and those open to every rater."""
+    open_campaigns = Campaign.objects.filter(status=Campaign.Status.OPEN)
+    return open_campaigns.filter(Q(raters=None) | Q(raters=user)).distinct()
+
+
+def _taken(now) -> Q:
+    """Assignments that hold a place among an item's N raters."""
+    return Q(assignments__completed_at__isnull=False) | Q(assignments__assigned_at__gte=now - ASSIGNMENT_TTL)
+
+
+def _places_taken(item_id: int, now) -> int:
+    return CampaignItem.objects.filter(pk=item_id).aggregate(n=Count("assignments", filter=_taken(now)))["n"]
+
+
+def next_item(campaign: Campaign, rater) -> CampaignItem | None:
+    """The item this rater should judge now: the one already handed to them, or a new one."""
+    now = timezone.now()
+    held = (
+        Assignment.objects.filter(item__campaign=campaign, rater=rater, completed_at__isnull=True)
+        .select_related("item")
+        .order_by("assigned_at", "id")
+    )
+    for assignment in held:
+        if assignment.item.votes.count() < campaign.raters_per_item:
+            return assignment.item
+        assignment.delete()  # others filled the item while this rater was away
+    candidates = (
+        CampaignItem.objects.filter(campaign=campaign)
+        .exclude(assignments__rater=rater)
+        .annotate(places=Count("assignments", filter=_taken(now)))
+        .filter(places__lt=campaign.raters_per_item)
+        .order_by("-places", "position")  # finish items others started before opening new ones
+        .values_list("pk", flat=True)
+    )
+    for item_id in candidates:
+        with transaction.atomic():
+            # The row lock makes "count the places, then take one" safe between raters; it is
+            # held for two short queries, so a rater arriving at the same moment waits, never skips.
+            item = CampaignItem.objects.select_for_update().filter(pk=item_id).first()
+            if item is None or _places_taken(item_id, now) >= campaign.raters_per_item:
+                continue
+            _, created = Assignment.objects.get_or_create(item=item, rater=rater)
+            if created:
+                return item
+    return None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One attribute shown to the rater: its name and the A and B values."""
+
+    attribute: str
+    a: str
+    b: str
+
+    @property
+    def differs(self) -> bool:
+        return self.a != self.b
+
+
+def rows_for(item: CampaignItem) -> list[Row]:
+    """The attribute rows of an item, in schema order, values placed by the item's stored sides."""
+    campaign = item.campaign
+    first = outputs_of(campaign.first_system, [item.product_id]).get(item.product_id, {})
+    second = outputs_of(campaign.second_system, [item.product_id]).get(item.product_id, {})
+    a_side, b_side = (first, second) if item.first_is_a else (second, first)
+    names = set(first) | set(second)
+    position = {n: min(o.position for o in (first.get(n), second.get(n)) if o) for n in names}
+    ordered = sorted(names, key=lambda n: (position[n], n.lower()))
+    return [
+        Row(n, a_side[n].value if n in a_side else ABSENT, b_side[n].value if n in b_side else ABSENT)
+        for n in ordered
+    ]
+
+
+CHOICES = {c.value for c in Vote.Choice}
+
+
+def do_cast_vote(campaign: Campaign, rater, token: str, choice: str, comment: str = "") -> Vote:
+    """Store one vote; refused (VoteError) when the item, the choice or the rater is not right."""
+    if choice not in CHOICES:
+        raise VoteError("choose A better, B better, tie or both bad (keys 1 to 4)")
+    comment = comment.strip()
+    if len(comment) > MAX_COMMENT_CHARS:
+        raise VoteError(f"the comment is {len(comment)} characters; the limit is {MAX_COMMENT_CHARS}")
+    if not may_rate(campaign, rater):
+        raise VoteError("this campaign is not open to you for votes")
+    try:
+        with transaction.atomic():
+            item = CampaignItem.objects.select_for_update().filter(campaign=campaign, token=token).first()
+            if item is None:
+                raise VoteError("that item is not part of this campaign")
+            if item.votes.filter(rater=rater).exists():
+                raise VoteError("you have already voted on that item")
+            if item.votes.count() >= campaign.raters_per_item:
+                raise VoteError("that item already has all its votes; here is another one")
+            vote = Vote.objects.create(item=item, rater=rater, choice=choice, comment=comment)
+            assignment, _ = Assignment.objects.get_or_create(item=item, rater=rater)
+            assignment.completed_at = vote.created_at
+            assignment.save(update_fields=["completed_at"])
+    except IntegrityError as exc:  # a second tab sent the same vote at the same moment
+        raise VoteError("you have already voted on that item") from exc
+    return vote
+
+
+@dataclass(frozen=True)
+class Progress:
+    done: int
+    left: int
+
+    @property
+    def total(self) -> int:
+        return self.done + self.left
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / self.total) if self.total else 100
+
+
+def progress_of(campaign: Campaign, rater) -> Progress:
+    """The rater's own progress: items judged, and items still open to them."""
+    now = timezone.now()
+    done = Vote.objects.filter(item__campaign=campaign, rater=rater).count()
+    held = Assignment.objects.filter(item__campaign=campaign, rater=rater, completed_at__isnull=True).count()
+    open_to_them = (
+        CampaignItem.objects.filter(campaign=campaign)
+        .exclude(assignments__rater=rater)
+        .annotate(places=Count("assignments", filter=_taken(now)))
+        .filter(places__lt=campaign.raters_per_item)
+        .count()
+    )
+    return Progress(done=done, left=held + open_to_them)

@@ -1,0 +1,45 @@
+"""Settings of extraction runs, read from the environment at call time so a worker started with a
+different value (the fault drill's short leases) uses it without a settings change."""
+
+from django.conf import settings
+
+from slotwise.env import env_int, env_list
+
+# How long a lease on a batch lasts; the worker renews it every third of this while it decodes, so a
+# killed worker's products are takeable again after at most this many seconds.
+DEFAULT_LEASE_SECONDS = 30
+# Products per leased batch: the engine stacks them into HPD prompts (or AR batch rows) as it chooses.
+DEFAULT_BATCH_SIZE = 16
+# A product whose batch was lost this many times (its worker died each time) is marked failed.
+DEFAULT_MAX_ATTEMPTS = 3
+# Wake-up messages sent when a run starts: each lets one more idle worker join the run.
+DEFAULT_WAKEUPS = 4
+
+
+def lease_seconds() -> int:
+    return max(3, env_int("EXTRACTION_LEASE_SECONDS", DEFAULT_LEASE_SECONDS))
+
+
+def batch_size() -> int:
+    return max(1, env_int("EXTRACTION_BATCH_SIZE", DEFAULT_BATCH_SIZE))
+
+
+def max_attempts() -> int:
+    return max(1, env_int("EXTRACTION_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS))
+
+
+def wakeups_per_run() -> int:
+    return max(1, env_int("EXTRACTION_WAKEUPS", DEFAULT_WAKEUPS))
+
+
+BUNDLED = ""  # Run.model_dir value meaning "the bundled model (the engine's default)"
+
+
+def model_choices() -> list[tuple[str, str]]:
+    """The models a run may use: the bundled one and any directory configured on the workers
+    (EXTRACTION_MODEL_DIRS, comma-separated; the workers must see the same paths)."""
+    choices = [(BUNDLED, f"Bundled model ({settings.SLOTWISE_MODEL_DIR})")]
+    choices += [
+        (path, path) for path in env_list("EXTRACTION_MODEL_DIRS") if path != settings.SLOTWISE_MODEL_DIR
+    ]
+    return choices

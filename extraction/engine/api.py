@@ -1,0 +1,251 @@
+"""The engine's public API: load a model once, extract attribute values from documents.
+
+Importing this module imports neither Django nor torch (torch is loaded by Extractor()), so the web
+process may use the dataclasses; workers construct an Extractor once per process.
+
+    ex = Extractor()                                   # bundled model, or a random stand-in
+    results, stats = ex.extract([Document("sku1", "Diesel Men's Sneaker")],
+                                [AttributeSpec("Brand"), AttributeSpec("Color", "main colour", 6)])
+    results[0]["Brand"].text, .confidence, .steps, .truncated
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+import time
+from dataclasses import dataclass
+
+from .layout import NA, AttributeSpec, SchemaPrompt, doc_ids, schema_prompt
+
+__all__ = ["AttributeSpec", "BatchStats", "Document", "Extractor", "ValueResult", "default_model_dir"]
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+DECODERS = ("hpd", "ar", "fork", "pld")
+PROMPT_LOOKUP_TOKENS = 10
+DEFAULT_BATCH = 16  # ar / fork rows per forward when the caller does not say
+LAYOUT_CANDIDATES = ((1, 16), (1, 64), (4, 4), (4, 16), (8, 2), (8, 8), (16, 1), (16, 4))  # (stack J, rows)
+
+
+@dataclass
+class Document:
+    key: str  # product sku / id
+    text: str
+
+
+@dataclass
+class ValueResult:
+    text: str
+    confidence: float
+    steps: int
+    truncated: bool
+
+
+@dataclass
+class BatchStats:
+    forward_steps: int
+    tokens_decoded: int
+    seconds: float
+    prefill_tokens: int = 0
+    layout: str = ""  # e.g. "stack=8 rows=8"
+    max_value_steps: int = 0  # longest decode (HPD: decode steps of the slowest batch)
+
+
+def default_model_dir() -> pathlib.Path:
+    """SLOTWISE_MODEL_DIR, else the bundled <repo>/models/slotwise-ave."""
+    env = os.environ.get("SLOTWISE_MODEL_DIR")
+    return pathlib.Path(env) if env else REPO_ROOT / "models" / "slotwise-ave"
+
+
+def shared_ave_dir() -> pathlib.Path:
+    return REPO_ROOT.parent / "shared" / "data" / "ave"
+
+
+def standin_texts() -> list[str]:
+    """Product titles to train the stand-in tokenizer on (when the shared data is present)."""
+    import json
+
+    texts: list[str] = []
+    for name in ("oa-mine", "ae-110k", "wdc-pave"):
+        path = shared_ave_dir() / name / "train.jsonl"
+        if path.is_file():
+            with path.open(encoding="utf-8") as f:
+                for line in f:
+                    rec = json.loads(line)
+                    texts.append(rec.get("input") or rec.get("input_title") or "")
+                    texts.extend(rec.get("target_scores", {}))
+    return texts
+
+
+class Extractor:
+    """A causal LM loaded once; extract() runs HPD (default) or a baseline over documents of one schema."""
+
+    def __init__(self, model_dir: str | pathlib.Path | None = None, device: str = "cpu", dtype: str | None = None,
+                 attn: str = "sdpa"):
+        from . import modeling
+
+        self.device = device
+        self.torch_dtype = modeling.default_dtype(device, dtype)
+        path = pathlib.Path(model_dir) if model_dir is not None else default_model_dir()
+        if (path / "config.json").is_file():
+            loaded = modeling.load_dir(path, device, self.torch_dtype, attn)
+        elif model_dir is not None:
+            raise FileNotFoundError(f"no model at {path} (config.json missing)")
+        else:
+            loaded = modeling.random_standin(standin_texts(), device, self.torch_dtype, attn)
+        self.model, self.tokenizer = loaded.model, loaded.tokenizer
+        self.model_name: str = loaded.name
+        self.model_revision: str = loaded.revision
+        self.random_standin: bool = loaded.random_standin  # True: random weights, outputs are noise
+        window = getattr(self.model.config, "sliding_window", None)
+        modeling.check_servable(self.model.config, span=window)  # everything but the window; span at extract
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        self._schemas: dict[tuple, SchemaPrompt] = {}
+        self._prefix: dict[tuple[int, ...], object] = {}
+        self._layouts: dict[tuple, tuple[int, int]] = {}
+        self.last_layout_costs: dict[tuple[int, int], float] = {}
+
+    # ------------------------------------------------------------------------------ helpers
+
+    def schema(self, attributes: list[AttributeSpec]) -> SchemaPrompt:
+        key = tuple((a.name, a.description, a.max_tokens) for a in attributes)
+        if key not in self._schemas:
+            self._schemas[key] = schema_prompt(self.tokenizer, list(attributes))
+        return self._schemas[key]
+
+    def prefix_cache(self, schema: SchemaPrompt) -> tuple[object, int]:
+        """-> (cache of the shared prefix, forward passes spent now: 0 when cached)."""
+        from .hpd import prefill_prefix
+
+        key = tuple(schema.prefix_ids)
+        if key in self._prefix:
+            return self._prefix[key], 0
+        self._prefix[key] = prefill_prefix(self.model, schema.prefix_ids, self.device)
+        return self._prefix[key], 1
+
+    def check_span(self, schema: SchemaPrompt, ids: list[list[int]]) -> None:
+        from .modeling import check_servable
+
+        span = len(schema.prefix_ids) + max(len(d) for d in ids) + sum(len(k) for k in schema.key_ids)
+        check_servable(self.model.config, span=span + sum(schema.gaps) + 1)
+
+    def choose_layout(self, schema: SchemaPrompt, ids: list[list[int]]) -> tuple[int, int]:
+        """Pick (stack J, rows) by timing a prefill and two decode steps of each candidate on these docs."""
+        import torch
+
+        from . import hpd
+
+        n = len(ids)
+        lengths = sorted(len(d) for d in ids)
+        key = (len(schema.attributes), tuple(schema.gaps), lengths[len(lengths) // 2] // 8, min(n, 64))
+        if key in self._layouts:
+            return self._layouts[key]
+        pc, _ = self.prefix_cache(schema)
+        k_steps = max(schema.gaps)
+        costs: dict[tuple[int, int], float] = {}
+        for J, R in LAYOUT_CANDIDATES:
+            if J > n or (J * R > 2 * n and (J, R) != (1, 16)):
+                continue
+            sample = [ids[i % n] for i in range(min(J * R, max(n, J)))]
+            rows = hpd.build_rows(schema, hpd.hpd_rows(sample, len(schema.attributes), J)[:R], self.pad_id,
+                                  self.device)
+            timings = []
+            for steps in (0, 2):
+                t0 = time.perf_counter()
+                hpd.decode_rows(self.model, schema, pc, rows, hpd.Counters(), max_steps=steps)
+                if str(self.device).startswith("cuda"):
+                    torch.cuda.synchronize()
+                timings.append(time.perf_counter() - t0)
+            t_step = max(timings[1] - timings[0], 0.0) / 2
+            costs[(J, R)] = (timings[0] + k_steps * t_step) / len(sample)
+        best = min(costs, key=costs.get)
+        self.last_layout_costs = costs
+        self._layouts[key] = best
+        return best
+
+    # ------------------------------------------------------------------------------ extract
+
+    def extract(self, docs: list[Document], attributes: list[AttributeSpec], decoder: str = "hpd",
+                stack: int | None = None, rows: int | None = None, batch: int | None = None,
+                ) -> tuple[list[dict[str, ValueResult]], BatchStats]:
+        """Values of every attribute for every document (result i belongs to docs[i]).
+
+        decoder: "hpd" (default), "ar" (AR-JSON), "fork" or "pld" (baselines). stack / rows force the
+        HPD layout (J documents per row, rows per forward); otherwise it is chosen by measurement.
+        batch: products per generate call (ar) or rows per forward (fork).
+        """
+        import torch
+
+        if decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {DECODERS}, not {decoder!r}")
+        if not docs:
+            return [], BatchStats(0, 0, 0.0)
+        schema = self.schema(attributes)
+        ids = [doc_ids(self.tokenizer, d.text) for d in docs]
+        self.check_span(schema, ids)
+        order = sorted(range(len(docs)), key=lambda i: len(ids[i]))  # similar lengths share a batch
+        sorted_ids = [ids[i] for i in order]
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            if decoder in ("hpd", "fork"):
+                res, stats = self._run_hpd(schema, sorted_ids, decoder, stack, rows, batch)
+            else:
+                res, stats = self._run_ar(schema, sorted_ids, decoder, batch)
+        if str(self.device).startswith("cuda"):
+            torch.cuda.synchronize()
+        stats.seconds = time.perf_counter() - t0
+        out: list[dict[str, ValueResult]] = [{} for _ in docs]
+        for pos, i in enumerate(order):
+            out[i] = res[pos]
+        return out, stats
+
+    def _run_hpd(self, schema, ids, decoder, stack, rows, batch):
+        from . import hpd
+
+        names = [a.name for a in schema.attributes]
+        N = len(names)
+        counters = hpd.Counters()
+        pc, spent = self.prefix_cache(schema)
+        counters.forward_steps += spent
+        if decoder == "fork":
+            J, R = 1, batch or DEFAULT_BATCH
+            row_docs = hpd.fork_rows(ids, N)
+        else:
+            if stack is None and rows is None:
+                J, R = self.choose_layout(schema, ids)
+            else:
+                J = stack or 1
+                R = rows or max(1, math.ceil(64 / J))
+            row_docs = hpd.hpd_rows(ids, N, J)
+        decoded = hpd.decode(self.model, schema, pc, row_docs, R, self.pad_id, counters)
+        res: list[dict[str, ValueResult]] = [{} for _ in ids]
+        for r, vals in enumerate(decoded):
+            for (j, n), v in vals.items():
+                d = r // N if decoder == "fork" else r * J + j
+                res[d][names[n]] = self._value(v)
+        stats = BatchStats(counters.forward_steps, counters.tokens_decoded, 0.0, counters.prefill_tokens,
+                           f"stack={J} rows={R}" if decoder == "hpd" else f"rows={R}",
+                           max(counters.max_steps_per_row_batch, default=0))
+        return res, stats
+
+    def _value(self, v) -> ValueResult:
+        text = self.tokenizer.decode(v.ids, skip_special_tokens=True).strip() or NA
+        conf = math.exp(sum(v.logprobs) / len(v.logprobs)) if v.logprobs else 0.0
+        return ValueResult(text, conf, v.steps, v.truncated)
+
+    def _run_ar(self, schema, ids, decoder, batch):
+        from .ar import generate_json
+
+        lookup = PROMPT_LOOKUP_TOKENS if decoder == "pld" else None
+        B = 1 if lookup else (batch or DEFAULT_BATCH)
+        outs, forwards = generate_json(self.model, self.tokenizer, schema, ids, B, prompt_lookup=lookup)
+        res = []
+        for o in outs:
+            row = {}
+            for name, v in o.values.items():
+                text = v.text.strip() if v.text and v.text.strip() else NA
+                row[name] = ValueResult(text, v.confidence, v.steps, v.text is None)
+            res.append(row)
+        return res, BatchStats(forwards, sum(o.tokens for o in outs), 0.0, 0, f"batch={B}",
+                               max((o.tokens for o in outs), default=0))

@@ -1,0 +1,246 @@
+"""`python -m extraction evaluate`: every decoder on the same products in one process, each at its
+best settings from a short sweep; quality (metric.py) and speed side by side."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import pathlib
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from . import data as ave
+from .api import LAYOUT_CANDIDATES, AttributeSpec, Document, Extractor, default_model_dir
+from .metric import Report
+
+log = logging.getLogger("extraction.evaluate")
+
+SWEEPS = {"ar": [1, 4, 16, 64], "fork": [1, 4, 16, 64], "pld": [1]}
+DEFAULT_DECODERS = "ar,pld,fork,hpd"
+DEFAULT_BUDGET = 12
+
+
+def add_evaluate_parser(subparsers) -> None:
+    p = subparsers.add_parser("evaluate", help="run decoders on an AVE JSON-lines file, quality and speed")
+    p.add_argument("--data", required=True, help="JSON-lines file (oa-mine, ae-110k, wdc-pave format)")
+    p.add_argument("--model", default=None, help="model directory (default: bundled, else random stand-in)")
+    p.add_argument("--decoders", default=DEFAULT_DECODERS, help="comma list of ar,pld,fork,hpd")
+    p.add_argument("--limit", type=int, default=None, help="first N products only")
+    p.add_argument("--stack", type=int, default=None, help="force HPD stacking J (no sweep over J)")
+    p.add_argument("--rows", type=int, default=None, help="force HPD rows per forward")
+    p.add_argument("--batch", type=int, default=None, help="force AR / fork batch size (no sweep)")
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="token budget (gap) per attribute (default: the model's slotwise.json, else 12)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--dtype", default=None, help="float32 / bfloat16 (default: float32 on cpu, bfloat16 on cuda)")
+    p.add_argument("--attn", default="sdpa", help="sdpa or eager")
+    p.add_argument("--json", default=None, help="write the results here")
+    p.set_defaults(func=run_evaluate)
+
+
+# ---------------------------------------------------------------------------------- measuring
+
+
+class PeakMemory:
+    """Peak memory during a run: CUDA allocator peak, or the process RSS sampled every 5 ms on CPU."""
+
+    def __init__(self, device: str):
+        self.cuda = str(device).startswith("cuda")
+        self.peak = 0.0
+        self._stop = threading.Event()
+
+    @staticmethod
+    def rss_mb() -> float:
+        try:
+            with open("/proc/self/statm") as f:
+                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+        except OSError:
+            return 0.0
+
+    def _sample(self):
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, self.rss_mb())
+
+    def __enter__(self):
+        if self.cuda:
+            import torch
+
+            torch.cuda.reset_peak_memory_stats()
+        else:
+            self.peak = self.rss_mb()
+            self._thread = threading.Thread(target=self._sample, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.cuda:
+            import torch
+
+            self.peak = torch.cuda.max_memory_allocated() / 2**20
+        else:
+            self._stop.set()
+            self._thread.join()
+
+
+@dataclass
+class Run:
+    decoder: str
+    setting: dict
+    seconds: float = 0.0
+    forward_steps: int = 0
+    tokens_decoded: int = 0
+    peak_memory_mb: float = 0.0
+    max_value_steps: int = 0
+    layouts: list[str] = field(default_factory=list)
+    report: Report | None = None
+
+    def products_per_second(self, n: int) -> float:
+        return n / self.seconds if self.seconds else 0.0
+
+
+def budgets(model_dir, max_tokens: int | None) -> tuple[dict[str, int], int]:
+    """Token budget per attribute: the model dir's slotwise.json (attribute_budgets, default_budget),
+    else 12; --max-tokens overrides the default."""
+    path = pathlib.Path(model_dir) / "slotwise.json" if model_dir else None
+    conf = json.loads(path.read_text()) if path and path.is_file() else {}
+    default = max_tokens or int(conf.get("default_budget", DEFAULT_BUDGET))
+    return {k: int(v) for k, v in conf.get("attribute_budgets", {}).items()}, default
+
+
+def groups(products: list[ave.Product], schemas: dict[str, list[str]], per_attr: dict[str, int], default: int):
+    """category -> (indices, documents, attributes)."""
+    out = {}
+    for cat, idx in ave.by_category(products).items():
+        docs = [Document(products[i].key, products[i].text) for i in idx]
+        out[cat] = (idx, docs, [AttributeSpec(a, "", per_attr.get(a, default)) for a in schemas[cat]])
+    return out
+
+
+def run_once(ex: Extractor, decoder: str, setting: dict, products, grouped, device: str) -> Run:
+    run = Run(decoder, setting)
+    preds: list[dict] = [{} for _ in products]
+    with PeakMemory(device) as mem:
+        for idx, docs, attrs in grouped.values():
+            res, stats = ex.extract(docs, attrs, decoder=decoder, **setting)
+            run.seconds += stats.seconds
+            run.forward_steps += stats.forward_steps
+            run.tokens_decoded += stats.tokens_decoded
+            run.max_value_steps = max(run.max_value_steps, stats.max_value_steps)
+            run.layouts.append(stats.layout)
+            for i, r in zip(idx, res, strict=True):
+                preds[i] = r
+    run.peak_memory_mb = mem.peak
+    report = Report()
+    for p, pred in zip(products, preds, strict=True):
+        for attr, gold in p.gold.items():
+            v = pred.get(attr)
+            report.add(p.category, attr, v.text if v else None, gold)
+    run.report = report
+    return run
+
+
+def settings_for(decoder: str, args) -> list[dict]:
+    if decoder == "hpd":
+        if args.stack is not None or args.rows is not None:
+            return [{"stack": args.stack or 1, "rows": args.rows}]
+        return [{"stack": j, "rows": r} for j, r in LAYOUT_CANDIDATES] + [{}]  # {} = the engine's own choice
+    if args.batch is not None:
+        return [{"batch": args.batch}]
+    return [{"batch": b} for b in SWEEPS[decoder]]
+
+
+def setting_text(s: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in s.items() if v is not None) or "auto"
+
+
+# ---------------------------------------------------------------------------------- output
+
+
+def write(line: str = "") -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def table(rows: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for k, r in enumerate(rows):
+        write("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+        if k == 0:
+            write("  ".join("-" * w for w in widths))
+
+
+def summary(run: Run, n: int) -> dict:
+    m = run.report.micro
+    return {"f1": m.f1, "precision": m.precision, "recall": m.recall,
+            "products_per_second": run.products_per_second(n), "seconds": run.seconds,
+            "forward_steps": run.forward_steps,
+            "tokens_per_step": run.tokens_decoded / run.forward_steps if run.forward_steps else 0.0,
+            "peak_memory_mb": run.peak_memory_mb, "settings": setting_text(run.setting),
+            "layouts": sorted(set(run.layouts)), "tokens_decoded": run.tokens_decoded,
+            "longest_decode_steps": run.max_value_steps}
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    everything = ave.load_jsonl(args.data)
+    schemas = ave.schemas(everything)  # schema = union over the whole file
+    products = everything[: args.limit] if args.limit else everything
+    ex = Extractor(args.model, device=args.device, dtype=args.dtype, attn=args.attn)
+    model_text = f"{ex.model_name} ({ex.model_revision})"
+    if ex.random_standin:
+        model_text += " RANDOM STAND-IN: bundled model not found, outputs are noise, speed only"
+    write(f"model: {model_text}")
+    write(f"data: {args.data}  products: {len(products)}  categories: {len(ave.by_category(products))}")
+    model_dir = args.model or (None if ex.random_standin else default_model_dir())
+    grouped = groups(products, schemas, *budgets(model_dir, args.max_tokens))
+    decoders = [d.strip() for d in args.decoders.split(",") if d.strip()]
+    cat, (idx, docs, attrs) = next(iter(grouped.items()))
+    for d in decoders:  # warm-up: first calls pay for lazy initialisation
+        ex.extract(docs[:2], attrs, decoder=d, **settings_for(d, args)[0])
+    best: dict[str, Run] = {}
+    sweep = [["decoder", "settings", "products/s", "seconds", "F1", "fwd steps", "tok/step", "peak MB"]]
+    n = len(products)
+    for d in decoders:
+        for s in settings_for(d, args):
+            t0 = time.perf_counter()
+            run = run_once(ex, d, s, products, grouped, args.device)
+            log.debug("%s %s wall %.1fs", d, s, time.perf_counter() - t0)
+            sm = summary(run, n)
+            label = setting_text(s) if s else "auto (" + ",".join(sorted(set(run.layouts))) + ")"
+            sweep.append([d, label, f"{sm['products_per_second']:.2f}", f"{run.seconds:.2f}", f"{sm['f1']:.3f}",
+                          str(run.forward_steps), f"{sm['tokens_per_step']:.1f}", f"{run.peak_memory_mb:.0f}"])
+            write(f"  {d:5s} {label:28s} {sm['products_per_second']:8.2f} products/s  F1 {sm['f1']:.3f}")
+            if d not in best or run.seconds < best[d].seconds:
+                best[d] = run
+    write()
+    write("sweep:")
+    table(sweep)
+    write()
+    write("best settings per decoder:")
+    results = {d: summary(r, n) for d, r in best.items()}
+    rows = [["decoder", "settings", "products/s", "seconds", "F1", "P", "R", "fwd steps", "tok/step", "peak MB",
+             "hpd speedup"]]
+    hpd_pps = results.get("hpd", {}).get("products_per_second")
+    for d, sm in results.items():
+        speed = f"{hpd_pps / sm['products_per_second']:.2f}x" if hpd_pps and sm["products_per_second"] else "-"
+        rows.append([d, sm["settings"], f"{sm['products_per_second']:.2f}", f"{sm['seconds']:.2f}",
+                     f"{sm['f1']:.3f}", f"{sm['precision']:.3f}", f"{sm['recall']:.3f}", str(sm["forward_steps"]),
+                     f"{sm['tokens_per_step']:.1f}", f"{sm['peak_memory_mb']:.0f}", speed])
+    table(rows)
+    if "hpd" in best:
+        write(f"hpd: longest decode per stacked prompt {best['hpd'].max_value_steps} steps + 1 prefill; "
+              f"layouts {','.join(sorted(set(best['hpd'].layouts)))}")
+    if args.json:
+        out = {"model": ex.model_name, "model_revision": ex.model_revision, "random_standin": ex.random_standin,
+               "data": str(args.data), "products": n, "decoders": results,
+               "sweep": [dict(zip(sweep[0], r, strict=True)) for r in sweep[1:]],
+               "per_attribute": {d: r.report.to_dict()["per_attribute"] for d, r in best.items()},
+               "per_category": {d: r.report.to_dict()["per_category"] for d, r in best.items()}}
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(out, f, indent=2)
+        write(f"wrote {args.json}")
+    return 0

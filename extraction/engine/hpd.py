@@ -1,0 +1,240 @@
+"""Hyper-parallel decoding: one prefill, then one forward step per value token for every open slot
+of every stacked document of every batch row.
+
+    prefill_prefix   shared instruction prefix, once per schema -> cache [1, H, P, D]
+    build_rows       per row: J documents (doc + keys with gaps), flattened, right-padded
+    prefill_rows     docs of all rows in one forward; logits at each key's last token = token 1 of every value
+    decode           per step: the open slots (compacted per row) -> next token; finished slots leave
+    collect          tokens -> SlotValue (ids, logprobs, truncated)
+
+Cache: append-only. Memory order != position order: the step's tokens are appended at the end of
+the cache but carry positions inside their slot's gap. Beside the cache travel kv_pos / kv_doc
+(prompt entries) and gen_slot (generated entries), from which masks.py derives the mask.
+
+The fork baseline runs through the same code: one row per (document, attribute), holding the
+document, keys 0..n, and a single slot n.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from . import masks
+from .layout import PAD, PROMPT_DOC, SchemaPrompt, doc_layout
+from .modeling import expand_cache, forward_hidden, greedy, logprobs, new_cache
+
+
+@dataclass
+class DecodeSettings:
+    """How HPD lays out a batch. stack = J documents per row, rows = batch rows per forward."""
+
+    stack: int = 1
+    rows: int = 16
+
+
+@dataclass
+class SlotValue:
+    ids: list[int]  # value tokens, terminator excluded
+    logprobs: list[float]  # one per generated token (terminator included when emitted)
+    steps: int  # forward passes that produced a token for this slot
+    truncated: bool  # filled its gap without a terminator
+
+
+@dataclass
+class RowDoc:
+    """One document inside a row: its token ids, how many keys to lay out, which slots to decode."""
+
+    doc: list[int]
+    n_keys: int
+    slots: list[int]
+
+
+@dataclass
+class Counters:
+    forward_steps: int = 0
+    tokens_decoded: int = 0
+    prefill_tokens: int = 0
+    max_steps_per_row_batch: list[int] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------- prefill
+
+
+@torch.no_grad()
+def prefill_prefix(model, prefix_ids: list[int], device) -> torch.Tensor:
+    """Run the shared prefix once -> its cache (a DynamicCache with batch 1)."""
+    cache = new_cache()
+    ids = torch.tensor([prefix_ids], device=device)  # [1, P]
+    pos = torch.arange(len(prefix_ids), device=device)[None]  # [1, P]
+    mask = masks.causal_mask(1, len(prefix_ids), len(prefix_ids), model.dtype, device)
+    forward_hidden(model, ids, pos, mask, cache)
+    return cache
+
+
+@dataclass
+class Rows:
+    """Tensors of one batch of rows (prefix excluded from memory, counted in positions)."""
+
+    input_ids: torch.Tensor  # [B, L]
+    position_ids: torch.Tensor  # [B, L]
+    doc_ids: torch.Tensor  # [B, L]  PAD for padding
+    slot_index: torch.Tensor  # [B, S] index (in L) of the last key token of each slot
+    slot_start: torch.Tensor  # [B, S] position of each slot's first value token
+    slot_gap: torch.Tensor  # [B, S] token budget
+    slot_doc: torch.Tensor  # [B, S] doc id within the row (PAD for missing slots)
+    slot_valid: torch.Tensor  # [B, S] bool
+    owner: list[list[tuple[int, int]]]  # [B][S] (row-doc index, attribute) of each slot
+
+
+def build_rows(schema: SchemaPrompt, rows: list[list[RowDoc]], pad_id: int, device) -> Rows:
+    seqs, poss, docs, idx, start, gap, sdoc, owner = [], [], [], [], [], [], [], []
+    for row in rows:
+        s_ids, s_pos, s_doc, r_idx, r_start, r_gap, r_doc, r_own = [], [], [], [], [], [], [], []
+        for j, rd in enumerate(row):
+            sub = SchemaPrompt(schema.attributes[: rd.n_keys], schema.prefix_ids, schema.key_ids[: rd.n_keys],
+                               schema.end_ids, schema.terminator)
+            part = doc_layout(sub, rd.doc)
+            off = len(s_ids)
+            s_ids += part.input_ids
+            s_pos += part.position_ids
+            s_doc += [j] * len(part.input_ids)
+            for n in rd.slots:
+                r_idx.append(off + part.key_end[n])
+                r_start.append(part.slot_start[n])
+                r_gap.append(schema.attributes[n].max_tokens)
+                r_doc.append(j)
+                r_own.append((j, n))
+        seqs.append(s_ids), poss.append(s_pos), docs.append(s_doc)
+        idx.append(r_idx), start.append(r_start), gap.append(r_gap), sdoc.append(r_doc), owner.append(r_own)
+    L = max(len(s) for s in seqs)
+    S = max(len(r) for r in idx)
+
+    def pad(rows_, width, value):
+        return torch.tensor([r + [value] * (width - len(r)) for r in rows_], device=device)
+
+    return Rows(
+        input_ids=pad(seqs, L, pad_id), position_ids=pad(poss, L, 0), doc_ids=pad(docs, L, PAD),
+        slot_index=pad(idx, S, 0), slot_start=pad(start, S, 0), slot_gap=pad(gap, S, 0),
+        slot_doc=pad(sdoc, S, PAD), slot_valid=pad([[True] * len(r) for r in idx], S, False), owner=owner,
+    )
+
+
+# ---------------------------------------------------------------------------------- decode
+
+
+@torch.no_grad()
+def decode_rows(model, schema: SchemaPrompt, prefix_cache, rows: Rows, counters: Counters,
+                max_steps: int | None = None) -> list[list[SlotValue]]:
+    """Prefill the rows after the shared prefix, then decode every slot greedily. -> [B][S] values.
+    max_steps stops early (layout cost measurement only)."""
+    device, dtype = rows.input_ids.device, model.dtype
+    B, L = rows.input_ids.shape
+    S = rows.slot_index.shape[1]
+    P = len(schema.prefix_ids)
+    term = schema.terminator
+
+    # metadata of the prompt entries: prefix then the rows' own tokens
+    pre_pos = torch.arange(P, device=device)[None].expand(B, P)
+    kv_pos = torch.cat([pre_pos, rows.position_ids], 1)  # [B, P+L]
+    kv_doc = torch.cat([torch.full((B, P), PROMPT_DOC, device=device), rows.doc_ids], 1)  # [B, P+L]
+
+    cache = expand_cache(prefix_cache, B)
+    mask = masks.prefill_mask(rows.position_ids, rows.doc_ids, kv_pos, kv_doc, dtype)  # [B, 1, L, P+L]
+    hidden = forward_hidden(model, rows.input_ids, rows.position_ids, mask, cache)  # [B, L, D]
+    counters.forward_steps += 1
+    counters.prefill_tokens += B * L
+    at_keys = torch.gather(hidden, 1, rows.slot_index[:, :, None].expand(-1, -1, hidden.shape[-1]))  # [B, S, D]
+    tok, lp = greedy(logprobs(model, at_keys))  # [B, S]
+
+    # the prompt part of every slot's mask row, built once; generated entries extend it per step
+    slot_pos = rows.slot_start - 1  # [B, S] position of the key's last token
+    base = masks.slot_prompt_mask(slot_pos, rows.slot_doc, kv_pos, kv_doc, dtype)  # [B, S, P+L]
+    gen_slot = torch.empty((B, 0), dtype=torch.long, device=device)  # [B, G]
+
+    max_gap = int(rows.slot_gap.max())
+    out_tok = torch.full((B, S, max_gap + 1), -1, dtype=torch.long, device=device)
+    out_lp = torch.zeros((B, S, max_gap + 1), dtype=torch.float32, device=device)
+    out_tok[:, :, 0], out_lp[:, :, 0] = tok, lp
+    fed = torch.zeros((B, S), dtype=torch.long, device=device)  # value tokens fed back so far
+    open_ = rows.slot_valid & (tok != term) & (rows.slot_gap > 0)  # [B, S]
+    last = tok
+    counters.tokens_decoded += int(rows.slot_valid.sum())
+    steps = 0
+    while True:
+        n_open = open_.sum(1)  # [B]
+        q = int(n_open.max())
+        if q == 0 or (max_steps is not None and steps >= max_steps):
+            break
+        # compact: open slots first in each row, padding queries after them
+        order = torch.sort((~open_).to(torch.int8), dim=1, stable=True).indices[:, :q]  # [B, Q]
+        valid = torch.gather(open_, 1, order)  # [B, Q]
+        ids = torch.gather(last, 1, order)  # [B, Q]
+        pos = torch.gather(rows.slot_start + fed, 1, order)  # [B, Q]
+        gen_slot = torch.cat([gen_slot, torch.where(valid, order, PAD)], 1)  # [B, G+Q]
+        mask = masks.step_mask(base, gen_slot, order, valid)  # [B, 1, Q, P+L+G+Q]
+        hidden = forward_hidden(model, ids, pos, mask, cache)  # [B, Q, D]
+        counters.forward_steps += 1
+        steps += 1
+        new_tok, new_lp = greedy(logprobs(model, hidden))  # [B, Q]
+        counters.tokens_decoded += int(n_open.sum())
+
+        hit = torch.zeros_like(open_).scatter_(1, order, valid)  # [B, S] slots that got a token
+        full_tok = torch.zeros_like(last).scatter_(1, order, new_tok)
+        full_lp = torch.zeros_like(lp).scatter_(1, order, new_lp)
+        fed = fed + hit.long()
+        out_tok[:, :, steps] = torch.where(hit, full_tok, out_tok[:, :, steps])
+        out_lp[:, :, steps] = torch.where(hit, full_lp, out_lp[:, :, steps])
+        last = torch.where(hit, full_tok, last)
+        open_ = open_ & (last != term) & (fed < rows.slot_gap)
+    counters.max_steps_per_row_batch.append(steps)
+    return collect(out_tok.tolist(), out_lp.tolist(), rows.slot_valid.tolist(), term)
+
+
+def collect(tokens, lps, valid, term: int) -> list[list[SlotValue]]:
+    """[B][S][G+1] token ids (-1 = none) -> values; a value without a terminator is truncated."""
+    out = []
+    for row_t, row_l, row_v in zip(tokens, lps, valid, strict=True):
+        vals = []
+        for t, lp, ok in zip(row_t, row_l, row_v, strict=True):
+            if not ok:
+                vals.append(SlotValue([], [], 0, False))
+                continue
+            n = next((i for i, x in enumerate(t) if x < 0), len(t))
+            t, lp = t[:n], lp[:n]
+            if term in t:
+                k = t.index(term)
+                vals.append(SlotValue(t[:k], lp[: k + 1], k + 1, False))
+            else:  # gap filled: the last prediction (not a terminator) is dropped
+                vals.append(SlotValue(t[: n - 1], lp[: n - 1], n, True))
+        out.append(vals)
+    return out
+
+
+# ---------------------------------------------------------------------------------- documents -> rows
+
+
+def hpd_rows(docs: list[list[int]], n_attr: int, stack: int) -> list[list[RowDoc]]:
+    """Group documents J at a time into rows (every slot of every document decoded)."""
+    all_slots = list(range(n_attr))
+    docs_ = [RowDoc(d, n_attr, all_slots) for d in docs]
+    return [docs_[i: i + stack] for i in range(0, len(docs_), stack)]
+
+
+def fork_rows(docs: list[list[int]], n_attr: int) -> list[list[RowDoc]]:
+    """One row per (document, attribute): the document, keys 0..n, slot n (the fork baseline)."""
+    return [[RowDoc(d, n + 1, [n])] for d in docs for n in range(n_attr)]
+
+
+def decode(model, schema: SchemaPrompt, prefix_cache, rows: list[list[RowDoc]], batch_rows: int, pad_id: int,
+           counters: Counters) -> list[dict[tuple[int, int], SlotValue]]:
+    """Decode rows batch_rows at a time -> per row {(row-doc index, attribute): value}."""
+    device = next(model.parameters()).device
+    out: list[dict[tuple[int, int], SlotValue]] = []
+    for i in range(0, len(rows), batch_rows):
+        chunk = build_rows(schema, rows[i: i + batch_rows], pad_id, device)
+        values = decode_rows(model, schema, prefix_cache, chunk, counters)
+        for own, vals in zip(chunk.owner, values, strict=True):
+            out.append({o: v for o, v in zip(own, vals, strict=False)})
+    return out

@@ -1,0 +1,180 @@
+"""Model plumbing shared by every decoder: loading, refusal of models we cannot serve exactly,
+hidden-state forward with explicit positions / mask / cache, logits, greedy sampling, and small
+random stand-ins (tokenizer + model built in code; no downloads)."""
+
+from __future__ import annotations
+
+import hashlib
+import pathlib
+from dataclasses import dataclass
+
+import torch
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    DynamicCache,
+    PreTrainedTokenizerFast,
+)
+
+
+class UnsupportedModel(ValueError):
+    """The engine cannot decode this model exactly (HPD.md: refuse rather than decode wrongly)."""
+
+
+# ---------------------------------------------------------------------------------- loading
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+WEIGHT_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+@dataclass
+class Loaded:
+    model: torch.nn.Module
+    tokenizer: PreTrainedTokenizerFast
+    name: str
+    revision: str
+    random_standin: bool = False
+
+
+def default_dtype(device: str, dtype: str | None) -> torch.dtype:
+    if dtype is not None:
+        return DTYPES[dtype]
+    return torch.bfloat16 if str(device).startswith("cuda") else torch.float32
+
+
+def revision_of(model_dir: pathlib.Path) -> str:
+    """Short hash of the weight / config / tokenizer files of a model directory."""
+    h = hashlib.sha256()
+    for path in sorted(model_dir.glob("*")):
+        if path.is_file() and (path.suffix in (".json", ".safetensors", ".bin", ".model") or path.name in WEIGHT_FILES):
+            h.update(path.name.encode())
+            with path.open("rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+    return h.hexdigest()[:12]
+
+
+def load_dir(model_dir: pathlib.Path, device: str, dtype: torch.dtype, attn: str) -> Loaded:
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, attn_implementation=attn)
+    model.to(device).eval()
+    return Loaded(model, tok, model_dir.name, revision_of(model_dir))
+
+
+# ---------------------------------------------------------------------------------- refusal
+
+
+def check_servable(config, span: int | None = None) -> None:
+    """Raise UnsupportedModel for models whose attention the engine's own 4D masks cannot reproduce.
+
+    span: the largest position + 1 the caller will use; a sliding window at least that wide never
+    hides anything, so it is served exactly.
+    """
+    name = getattr(config, "model_type", "?")
+    if getattr(config, "is_encoder_decoder", False):
+        raise UnsupportedModel(f"{name}: encoder-decoder models are not served (decoder-only only)")
+    kinds = set(getattr(config, "layer_types", None) or ["full_attention"])
+    if kinds - {"full_attention", "sliding_attention"}:
+        raise UnsupportedModel(f"{name}: layer types {sorted(kinds)} are not plain attention (recurrent or linear)")
+    if getattr(config, "attention_chunk_size", None):
+        raise UnsupportedModel(f"{name}: chunked attention is not reproduced by the HPD mask")
+    for attr in ("final_logit_softcapping", "attn_logit_softcapping"):
+        if getattr(config, attr, None):
+            raise UnsupportedModel(f"{name}: {attr} is not supported")
+    window = getattr(config, "sliding_window", None)
+    sliding = window is not None and (getattr(config, "layer_types", None) is None or "sliding_attention" in kinds)
+    if sliding and (span is None or window < span):
+        raise UnsupportedModel(
+            f"{name}: sliding window of {window} tokens is active (needed span {span}); the HPD mask replaces the "
+            "model's own masks and would attend beyond the window, so this model is refused"
+        )
+
+
+# ---------------------------------------------------------------------------------- forward
+
+
+def new_cache() -> DynamicCache:
+    # no config: plain full-attention layers (a config with a window would trim the cache)
+    return DynamicCache()
+
+
+def expand_cache(prefix: DynamicCache, rows: int) -> DynamicCache:
+    """A fresh cache whose every row starts with the prefix entries (one prefill, shared)."""
+    cache = new_cache()
+    for i, layer in enumerate(prefix.layers):
+        cache.update(layer.keys.expand(rows, -1, -1, -1), layer.values.expand(rows, -1, -1, -1), i)
+    return cache
+
+
+def forward_hidden(
+    model, input_ids: torch.Tensor, position_ids: torch.Tensor, mask: torch.Tensor, cache: DynamicCache
+) -> torch.Tensor:
+    """input_ids, position_ids: [B, Q]; mask: additive [B, 1, Q, KV+Q] -> last hidden states [B, Q, D]."""
+    out = model.base_model(
+        input_ids=input_ids, position_ids=position_ids, attention_mask=mask, cache=cache, use_cache=True
+    )
+    return out.last_hidden_state
+
+
+def logprobs(model, hidden: torch.Tensor) -> torch.Tensor:
+    """hidden [..., D] -> log-probabilities [..., V] in float32."""
+    return torch.log_softmax(model.get_output_embeddings()(hidden).float(), dim=-1)
+
+
+def greedy(lp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """lp [..., V] -> (token [...], its log-probability [...])."""
+    best, tok = lp.max(dim=-1)
+    return tok, best
+
+
+# ---------------------------------------------------------------------------------- random stand-ins
+
+STANDIN_CORPUS = (
+    "Diesel Men's Exposure High-Top Sneaker black leather size 10 women cotton shirt coffee beans "
+    "vitamin D3 1000 IU softgels organic green tea 100 count pack fishing lure guitar strings helmet "
+    "n/a Brand Color Size Material Gender Model name Product type Flavor Capacity Weight"
+)
+
+
+def build_tokenizer(texts: list[str], vocab_size: int = 2048) -> PreTrainedTokenizerFast:
+    """A small byte-level BPE trained in code on texts (plus the prompt wording)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    from .layout import INSTRUCTION
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["<pad>", "<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+    )
+    corpus = [INSTRUCTION, STANDIN_CORPUS, 'Product: \nJSON: {"a": "b", "c": "d"}', *texts]
+    tok.train_from_iterator(corpus, trainer=trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>")
+
+
+STANDIN_SIZE = {"hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
+                "num_attention_heads": 4, "num_key_value_heads": 4, "max_position_embeddings": 4096}
+
+
+def random_model(model_type: str, tokenizer, attn: str = "sdpa", seed: int = 0, **size) -> torch.nn.Module:
+    """A randomly initialised causal LM of the given family (llama, qwen2, qwen3, mistral, phi3, gpt_neox...)."""
+    kw = dict(STANDIN_SIZE, **size)
+    kw.update(vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+              pad_token_id=tokenizer.pad_token_id)
+    if model_type == "gpt_neox":
+        kw.pop("num_key_value_heads", None)
+    config = AutoConfig.for_model(model_type, **kw)
+    config._attn_implementation = attn
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation=attn)
+    return model.eval()
+
+
+def random_standin(texts: list[str], device: str, dtype: torch.dtype, attn: str) -> Loaded:
+    """The stand-in used until the bundled model exists: a ~4M-parameter random Llama."""
+    tok = build_tokenizer(texts)
+    model = random_model("llama", tok, attn=attn).to(device=device, dtype=dtype)
+    return Loaded(model, tok, "random-llama-standin", "random0", random_standin=True)

@@ -1,0 +1,600 @@
+"""Train the bundled extraction model, or fine-tune any local causal LM, on HPD and AR-JSON at once.
+
+    python -m extraction train --data ../shared/data/ave --out models/slotwise-ave [--base DIR]
+        [--seed 0] [--steps N] [--minutes M] [--device cpu|cuda] [--size small]
+
+One training row holds one schema's prefix (layout.py wording) and several documents of that
+schema after it, in both formats the decoders use (HPD.md point 5):
+
+    memory:   prefix | HPD doc 0 + keys with gaps | ... | AR doc 0 + JSON target | ... | values of HPD docs
+    doc id:   -1     | 0                          |     | J                       |     | their HPD doc
+    slot id:  -1     | -1                         |     | -1                      |     | their attribute n
+
+- HPD documents: the prompt with gaps, every gold value appended at its slot positions, loss on
+  value tokens and terminators (layout.py decides ids and positions, masks.hpd_mask the mask),
+  exactly the computation of prefill + teacher-forced HPD decode steps (tested).
+- AR documents: prompt + JSON target with the ordinary causal loss. An AR document has its own doc
+  id and only prompt slots, so the same mask makes it plain causal attention over prefix + itself:
+  the shared prefix is computed once for all documents of the row.
+
+Gold values: the first accepted form; "n/a" where gold says absent. An attribute of the category
+schema that a record does not judge (oa-mine, ae-110k) has no HPD value and no loss in AR.
+Copy augmentation (augment.py) rewrites some values of a drawn product; gaps are drawn per row
+around the value lengths and attribute order is shuffled per row so that any schema order and any
+sensible token budget at inference are in distribution.
+
+Progress for the learning-rate schedule is max(step / steps, elapsed / minutes): with --minutes as
+a safety cap a slow machine still ends on a decayed rate; the run is reproducible (seeded) when
+the step budget is what ends it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from . import augment as aug
+from .data import product_text
+from .layout import NA, AttributeSpec, build_hpd_layout, doc_ids, schema_prompt, value_ids
+from .masks import hpd_mask
+from .splits import SPLITS_DIR, load_split, resolve_data_dirs
+
+log = logging.getLogger("extraction.train")
+
+DEFAULT_DATA = str(Path(__file__).resolve().parents[3] / "shared" / "data" / "ave")
+DEFAULT_OUT = str(Path(__file__).resolve().parents[2] / "models" / "slotwise-ave")
+IGNORE = -100
+
+# model presets for training from scratch (Llama: a standard HF architecture the engine serves)
+SIZES = {
+    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2),
+    "small": dict(hidden_size=256, intermediate_size=768, num_hidden_layers=6, num_attention_heads=4),
+    "medium": dict(hidden_size=320, intermediate_size=960, num_hidden_layers=8, num_attention_heads=5),
+}
+
+
+# ---------------------------------------------------------------------------------- products
+
+
+@dataclass
+class Example:
+    """One training product: document text, category, gold (attr -> value text, NA or None)."""
+
+    text: str
+    category: str
+    gold: dict[str, str | None]
+    source: str = ""
+
+
+def record_text(record: dict) -> str:
+    return product_text(record)  # the engine's document text (title + description for wdc-pave)
+
+
+def record_gold(record: dict) -> dict[str, str | None]:
+    """attr -> the value the model should write (first accepted form) or NA."""
+    gold: dict[str, str | None] = {}
+    for attr, forms in record.get("target_scores", {}).items():
+        value = aug.first_form(forms)
+        gold[attr] = value if value else NA
+    return gold
+
+
+def to_example(record: dict, source: str) -> Example:
+    return Example(record_text(record), str(record.get("category", "")), record_gold(record), source)
+
+
+@dataclass
+class Corpus:
+    """Training records grouped by schema (data set, category), with value pools for augmentation."""
+
+    groups: dict[tuple[str, str], list[dict]] = field(default_factory=dict)
+    schemas: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    pools: dict[str, dict] = field(default_factory=dict)
+    dev: dict[str, list[dict]] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return sum(len(v) for v in self.groups.values())
+
+
+def load_corpus(data: list[str], splits_dir: Path = SPLITS_DIR, write_splits: bool = True) -> Corpus:
+    corpus = Corpus()
+    for data_dir in resolve_data_dirs(data):
+        split = load_split(data_dir, splits_dir=splits_dir, write=write_splits)
+        corpus.dev[split.name] = split.dev
+        corpus.pools[split.name] = aug.value_pools(split.train)
+        for record in split.train:
+            key = (split.name, str(record.get("category", "")))
+            corpus.groups.setdefault(key, []).append(record)
+            names = corpus.schemas.setdefault(key, [])
+            for attr in record.get("target_scores", {}):
+                if attr not in names:
+                    names.append(attr)
+    return corpus
+
+
+def tokenizer_texts(corpus: Corpus) -> list[str]:
+    """Every text the model reads or writes: prompts (layout wording) and values."""
+    from .layout import doc_text, key_text, prefix_text
+
+    texts = []
+    for key, records in sorted(corpus.groups.items()):
+        names = corpus.schemas[key]
+        texts.append(prefix_text([AttributeSpec(n) for n in names]))
+        texts += [key_text(n, i == 0) for i, n in enumerate(names)]
+        for record in records:
+            ex = to_example(record, key[0])
+            texts.append(doc_text(ex.text))
+            texts += [v for v in ex.gold.values() if v]
+    return texts
+
+
+def attribute_budgets(corpus: Corpus, tokenizer, margin: int = 2, low: int = 4, high: int = 48) -> dict:
+    """Suggested gap (token budget) per attribute: longest training value + margin, clamped."""
+    longest: dict[str, int] = {}
+    for records in corpus.groups.values():
+        for record in records:
+            for attr, value in record_gold(record).items():
+                n = len(value_ids(tokenizer, value or NA, 0)) - 1
+                longest[attr] = max(longest.get(attr, 0), n)
+    per_attr = {a: min(high, max(low, n + margin)) for a, n in sorted(longest.items())}
+    return {"attribute_budgets": per_attr, "default_budget": 16,
+            "note": "longest training value in tokens + 2, clamped to [4, 48]; training saw gaps up to +12"}
+
+
+# ---------------------------------------------------------------------------------- rows
+
+
+@dataclass
+class Row:
+    """One packed training sequence (lists of length T)."""
+
+    input_ids: list[int]
+    position_ids: list[int]
+    doc_ids: list[int]
+    slot_ids: list[int]
+    labels: list[int]
+    n_hpd: int = 0
+    n_ar: int = 0
+
+
+def hpd_values(tokenizer, specs: list[AttributeSpec], gold: dict[str, str | None], terminator: int):
+    """Per attribute: value ids + terminator (None where the record does not judge it)."""
+    out = []
+    for spec in specs:
+        value = gold.get(spec.name)
+        out.append(None if value is None else value_ids(tokenizer, value, terminator))
+    return out
+
+
+def build_row(tokenizer, specs: list[AttributeSpec], hpd: list[Example], ar: list[Example]) -> Row:
+    """Prefix + HPD documents (gold values appended in their slots) + AR documents (JSON target).
+
+    specs' max_tokens must cover each HPD value (value tokens <= gap); AR values are never cut.
+    """
+    schema = schema_prompt(tokenizer, specs)
+    layout = build_hpd_layout(schema, [doc_ids(tokenizer, ex.text) for ex in hpd])
+    ids, pos = list(layout.input_ids), list(layout.position_ids)
+    doc, slot = list(layout.doc_ids), list(layout.slot_ids)
+    labels = [IGNORE] * len(ids)
+    appended: list[tuple[list[int], list[int], list[int], list[int], list[int]]] = []
+    for j, ex in enumerate(hpd):
+        for n, target in enumerate(hpd_values(tokenizer, specs, ex.gold, schema.terminator)):
+            if target is None:
+                continue
+            if len(target) - 1 > specs[n].max_tokens:
+                raise ValueError(f"value of {specs[n].name!r} longer than its gap")
+            labels[layout.key_end[j][n]] = target[0]
+            k = len(target) - 1
+            appended.append(
+                (target[:-1], [layout.slot_start[j][n] + i for i in range(k)], [j] * k, [n] * k, target[1:])
+            )
+    # AR documents: own doc id, prompt slots, positions restart after the prefix
+    prefix_len = layout.prefix_len
+    for i, ex in enumerate(ar):
+        j = len(hpd) + i
+        prompt = doc_ids(tokenizer, ex.text)
+        target, tmask = ar_target_masked(tokenizer, schema, specs, ex.gold)
+        seq = prompt + target
+        ids += seq
+        pos += list(range(prefix_len, prefix_len + len(seq)))
+        doc += [j] * len(seq)
+        slot += [-1] * len(seq)
+        # label at index t = token t+1 of the sequence; only target tokens that are judged
+        tgt_labels = [tok if keep else IGNORE for tok, keep in zip(target, tmask, strict=True)]
+        labels += [IGNORE] * (len(prompt) - 1) + tgt_labels + [IGNORE]
+    for a_ids, a_pos, a_doc, a_slot, a_lab in appended:
+        ids += a_ids
+        pos += a_pos
+        doc += a_doc
+        slot += a_slot
+        labels += a_lab
+    return Row(ids, pos, doc, slot, labels, len(hpd), len(ar))
+
+
+def ar_target_masked(tokenizer, schema, specs: list[AttributeSpec], gold: dict[str, str | None]):
+    """layout.ar_target with a loss mask: value tokens of unjudged attributes carry no loss (their
+    text is "n/a" as a placeholder). Same ids as layout.ar_target for fully judged records."""
+    out: list[int] = []
+    keep: list[bool] = []
+    for n, spec in enumerate(specs):
+        value = gold.get(spec.name)
+        out += schema.key_ids[n]
+        keep += [True] * len(schema.key_ids[n])
+        vids = value_ids(tokenizer, NA if value is None else value, schema.terminator)[:-1]
+        out += vids
+        keep += [value is not None] * len(vids)
+    out += schema.end_ids + [schema.terminator]
+    keep += [True] * (len(schema.end_ids) + 1)
+    return out, keep
+
+
+def collate(rows: list[Row], pad_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad rows (doc = slot = -2, position 0, no loss) and build the HPD mask."""
+    width = max(len(r.input_ids) for r in rows)
+
+    def pad(values: list[int], fill: int) -> list[int]:
+        return values + [fill] * (width - len(values))
+
+    batch = {
+        "input_ids": torch.tensor([pad(r.input_ids, pad_id) for r in rows]),
+        "position_ids": torch.tensor([pad(r.position_ids, 0) for r in rows]),
+        "doc_ids": torch.tensor([pad(r.doc_ids, -2) for r in rows]),
+        "slot_ids": torch.tensor([pad(r.slot_ids, -2) for r in rows]),
+        "labels": torch.tensor([pad(r.labels, IGNORE) for r in rows]),
+    }
+    return batch
+
+
+# ---------------------------------------------------------------------------------- row sampler
+
+
+@dataclass
+class RowConfig:
+    row_tokens: int = 1024  # capacity of a packed row
+    p_hpd: float = 0.5  # a drawn product goes to the HPD part of its row (else AR)
+    p_shuffle: float = 0.5  # a row's attribute order is shuffled (else the schema's first-seen order)
+    gap_extra: int = 12  # gaps: longest value of the row + U(0, gap_extra), at least min_gap
+    min_gap: int = 4
+    max_doc_tokens: int = 640  # longer documents are cut (word boundary) to fit a row
+
+
+def _fit_text(tokenizer, text: str, max_tokens: int) -> str:
+    words = text.split()
+    while words and len(doc_ids(tokenizer, " ".join(words))) > max_tokens:
+        words = words[: max(1, int(len(words) * 0.9))] if len(words) > 1 else []
+    return " ".join(words)
+
+
+class RowSampler:
+    """Epoch after epoch: shuffle each schema group, augment, pack into rows, shuffle the rows."""
+
+    def __init__(self, corpus: Corpus, tokenizer, cfg: RowConfig, aug_cfg: aug.AugmentConfig | None, seed: int):
+        self.corpus, self.tok, self.cfg, self.aug_cfg = corpus, tokenizer, cfg, aug_cfg
+        self.rng = random.Random(seed)
+        self.epoch = 0
+        self._lengths: dict[str, int] = {}
+
+    def _ntok(self, text: str) -> int:
+        if text not in self._lengths:
+            self._lengths[text] = len(value_ids(self.tok, text, 0))
+        return self._lengths[text]
+
+    def _length(self, ex: Example, specs: list[AttributeSpec], hpd: bool) -> int:
+        """Tokens ex adds to a row (estimate: keys and values as if alone)."""
+        doc = len(doc_ids(self.tok, ex.text))
+        keys = sum(self._ntok(f'", "{s.name}": "') for s in specs)
+        vals = sum(self._ntok(v or NA) for v in ex.gold.values())
+        return doc + keys + vals + (0 if hpd else 2)
+
+    def epoch_rows(self) -> list[Row]:
+        rows: list[Row] = []
+        for key in sorted(self.corpus.groups):
+            records = list(self.corpus.groups[key])
+            self.rng.shuffle(records)
+            names = self.corpus.schemas[key]
+            pools = self.corpus.pools[key[0]]
+            exs = []
+            for record in records:
+                if self.aug_cfg is not None:
+                    record = aug.augment_record(record, pools, self.rng, self.aug_cfg)
+                ex = to_example(record, key[0])
+                if len(doc_ids(self.tok, ex.text)) > self.cfg.max_doc_tokens:
+                    ex.text = _fit_text(self.tok, ex.text, self.cfg.max_doc_tokens)
+                    ex.gold = {a: (v if v in (None, NA) or v in ex.text else None) for a, v in ex.gold.items()}
+                exs.append(ex)
+            rows += self._pack(names, exs)
+        self.rng.shuffle(rows)
+        self.epoch += 1
+        return rows
+
+    def _specs(self, names: list[str], exs: list[Example]) -> list[AttributeSpec]:
+        order = list(names)
+        if self.rng.random() < self.cfg.p_shuffle:
+            self.rng.shuffle(order)
+        specs = []
+        for name in order:
+            longest = max((self._ntok(ex.gold[name]) - 1 for ex in exs if ex.gold.get(name)), default=1)
+            gap = max(self.cfg.min_gap, longest) + self.rng.randint(0, self.cfg.gap_extra)
+            specs.append(AttributeSpec(name, max_tokens=gap))
+        return specs
+
+    def _pack(self, names: list[str], exs: list[Example]) -> list[Row]:
+        rows, i = [], 0
+        base_specs = [AttributeSpec(n) for n in names]
+        prefix = len(schema_prompt(self.tok, base_specs).prefix_ids)
+        while i < len(exs):
+            hpd, ar, used = [], [], prefix
+            while i < len(exs):
+                is_hpd = self.rng.random() < self.cfg.p_hpd
+                need = self._length(exs[i], base_specs, is_hpd)
+                if (hpd or ar) and used + need > self.cfg.row_tokens:
+                    break
+                (hpd if is_hpd else ar).append(exs[i])
+                used += need
+                i += 1
+            rows.append(build_row(self.tok, self._specs(names, hpd + ar), hpd, ar))
+        return rows
+
+    def batches(self, batch_tokens: int):
+        """Endless stream of lists of rows with about batch_tokens tokens in all."""
+        while True:
+            rows = self.epoch_rows()
+            cur, used = [], 0
+            for row in rows:
+                if cur and used + len(row.input_ids) > batch_tokens:
+                    yield cur
+                    cur, used = [], 0
+                cur.append(row)
+                used += len(row.input_ids)
+            if cur:
+                yield cur
+
+
+# ---------------------------------------------------------------------------------- model
+
+
+def training_logits(model, batch: dict[str, torch.Tensor], only_labeled: bool = True):
+    """The training forward: one pass with the HPD mask -> (logits [M, V] float32, labels [M]).
+
+    With only_labeled, logits are computed only where a label is (M = labeled tokens); else for
+    all tokens ([B*T, V], labels -100 where none).
+    """
+    device = next(model.parameters()).device
+    dtype = next(model.parameters()).dtype
+    b = {k: v.to(device) for k, v in batch.items()}
+    mask = hpd_mask(b["position_ids"], b["doc_ids"], b["slot_ids"], dtype)
+    hidden = model.base_model(
+        input_ids=b["input_ids"], position_ids=b["position_ids"], attention_mask=mask, use_cache=False
+    ).last_hidden_state
+    labels = b["labels"]
+    if only_labeled:
+        sel = labels != IGNORE
+        hidden, labels = hidden[sel], labels[sel]
+    else:
+        hidden, labels = hidden.reshape(-1, hidden.shape[-1]), labels.reshape(-1)
+    logits = model.get_output_embeddings()(hidden).float()
+    return logits, labels
+
+
+def new_model(tokenizer, size: str, seed: int, max_positions: int = 4096):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    kw = dict(SIZES[size])
+    kw["num_key_value_heads"] = kw["num_attention_heads"]
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        max_position_embeddings=max_positions,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=True,
+        rope_theta=10000.0,
+        **kw,
+    )
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(config)
+
+
+def load_base(base: str, device: str):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from .modeling import check_servable
+
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    if tokenizer.eos_token_id is None:
+        raise SystemExit(f"{base}: the tokenizer has no eos token (the HPD terminator)")
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype, attn_implementation="sdpa")
+    check_servable(model.config, span=4096)
+    return model, tokenizer
+
+
+# ---------------------------------------------------------------------------------- training loop
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 0
+    steps: int = 2000
+    minutes: float = 0.0  # 0 = no time cap
+    lr: float = 2e-3
+    min_lr_ratio: float = 0.1
+    warmup: int = 100
+    weight_decay: float = 0.1
+    batch_tokens: int = 4096
+    clip: float = 1.0
+    log_every: int = 25
+    autocast: str = "bf16"  # "bf16": bfloat16 autocast (weights stay float32), "none": plain float32
+
+
+def lr_at(cfg: TrainConfig, progress: float, step: int) -> float:
+    warm = min(1.0, (step + 1) / max(1, cfg.warmup))
+    cos = 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+    return cfg.lr * warm * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * cos)
+
+
+def train_loop(model, sampler: RowSampler, pad_id: int, cfg: TrainConfig, device: str, save=None,
+               save_every: float = 0.0) -> dict:
+    """AdamW, warmup + cosine on progress; save(step) is called every save_every minutes."""
+    torch.manual_seed(cfg.seed)
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and p.requires_grad]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2 and p.requires_grad]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr, betas=(0.9, 0.95),
+    )
+    model.train()
+    start = time.time()
+    stream = sampler.batches(cfg.batch_tokens)
+    step, tokens, seen_loss, seen_n = 0, 0, 0.0, 0
+    history = []
+    last_save = start
+    while step < cfg.steps:
+        elapsed = time.time() - start
+        progress = step / cfg.steps
+        if cfg.minutes > 0:
+            if elapsed >= cfg.minutes * 60:
+                log.info("time cap of %.1f min reached at step %d", cfg.minutes, step)
+                break
+            progress = max(progress, elapsed / (cfg.minutes * 60))
+        lr = lr_at(cfg, progress, step)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        rows = next(stream)
+        batch = collate(rows, pad_id)
+        with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=cfg.autocast == "bf16"):
+            logits, labels = training_logits(model, batch)
+        loss = torch.nn.functional.cross_entropy(logits.float(), labels.to(logits.device))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+        opt.step()
+        step += 1
+        tokens += int(batch["input_ids"].numel())
+        seen_loss += float(loss.detach()) * len(labels)
+        seen_n += len(labels)
+        if step % cfg.log_every == 0 or step == cfg.steps:
+            mean = seen_loss / max(1, seen_n)
+            history.append({"step": step, "loss": round(mean, 4), "lr": lr, "minutes": round(elapsed / 60, 2)})
+            log.info("step %d/%d loss %.4f lr %.2e epoch %d tokens %d %.1f min %.0f tok/s",
+                     step, cfg.steps, mean, lr, sampler.epoch, tokens, elapsed / 60, tokens / max(1e-9, elapsed))
+            seen_loss, seen_n = 0.0, 0
+        if save is not None and save_every > 0 and time.time() - last_save >= save_every * 60:
+            model.eval()
+            save(step)
+            model.train()
+            last_save = time.time()
+    model.eval()
+    return {"steps": step, "tokens": tokens, "seconds": round(time.time() - start, 1),
+            "epochs": sampler.epoch, "history": history}
+
+
+# ---------------------------------------------------------------------------------- CLI
+
+
+def add_train_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("train", help="train the extraction model on HPD + AR-JSON (or fine-tune --base)")
+    p.add_argument("--data", nargs="+", default=[DEFAULT_DATA],
+                   help="AVE root or data set folders with train.jsonl (default: shared/data/ave)")
+    p.add_argument("--out", default=DEFAULT_OUT, help="output model directory")
+    p.add_argument("--base", default=None, help="local HF causal LM directory to fine-tune (else train from scratch)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, default=TrainConfig.steps)
+    p.add_argument("--minutes", type=float, default=0.0, help="time cap in minutes (0 = none)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--size", choices=sorted(SIZES), default="small", help="model preset when training from scratch")
+    p.add_argument("--vocab-size", type=int, default=1024)
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate (default 2e-3 scratch, 5e-5 --base)")
+    p.add_argument("--batch-tokens", type=int, default=TrainConfig.batch_tokens)
+    p.add_argument("--row-tokens", type=int, default=RowConfig.row_tokens)
+    p.add_argument("--formats", default="hpd,ar", help="hpd,ar (default), hpd or ar")
+    p.add_argument("--no-augment", action="store_true", help="no copy augmentation")
+    p.add_argument("--p-augment", type=float, default=aug.AugmentConfig.p_product)
+    p.add_argument("--log-every", type=int, default=TrainConfig.log_every)
+    p.add_argument("--save-every", type=float, default=15.0, help="save the model to --out every M minutes (0 = end only)")
+    p.add_argument("--splits-dir", default=str(SPLITS_DIR), help="where the seeded WDC-PAVE dev split is written/read")
+    p.add_argument("--autocast", choices=["bf16", "none"], default=TrainConfig.autocast,
+                   help="bf16 autocast for the training forward (float32 master weights) or none")
+    return p
+
+
+def run_train(args) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
+    torch.set_num_threads(args.threads)
+    random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = load_corpus(args.data, Path(args.splits_dir))
+    log.info("training products: %d in %d schemas; dev: %s", corpus.size, len(corpus.groups),
+             {k: len(v) for k, v in corpus.dev.items()})
+    if args.base:
+        model, tokenizer = load_base(args.base, args.device)
+        lr = args.lr or 5e-5
+    else:
+        from .tokenizer_train import build_tokenizer
+
+        tokenizer = build_tokenizer(tokenizer_texts(corpus), args.vocab_size)
+        model = new_model(tokenizer, args.size, args.seed)
+        lr = args.lr or 2e-3
+    model.to(args.device)
+    n_params = sum(p.numel() for p in model.parameters())
+    log.info("model: %s, %.2fM parameters", type(model).__name__, n_params / 1e6)
+    formats = {f.strip() for f in args.formats.split(",") if f.strip()}
+    p_hpd = 1.0 if formats == {"hpd"} else 0.0 if formats == {"ar"} else 0.5
+    row_cfg = RowConfig(row_tokens=args.row_tokens, p_hpd=p_hpd)
+    aug_cfg = None if args.no_augment else aug.AugmentConfig(p_product=args.p_augment)
+    sampler = RowSampler(corpus, tokenizer, row_cfg, aug_cfg, args.seed)
+    cfg = TrainConfig(seed=args.seed, steps=args.steps, minutes=args.minutes, lr=lr,
+                      batch_tokens=args.batch_tokens, log_every=args.log_every, autocast=args.autocast,
+                      warmup=min(TrainConfig.warmup, max(1, args.steps // 10)))
+
+    budgets = attribute_budgets(corpus, tokenizer)
+
+    def save(step: int) -> None:
+        model.save_pretrained(str(out), safe_serialization=True)
+        tokenizer.save_pretrained(str(out))
+        (out / "slotwise.json").write_text(json.dumps(budgets, indent=1, ensure_ascii=False) + "\n")
+        log.info("checkpoint at step %d saved to %s", step, out)
+
+    result = train_loop(model, sampler, tokenizer.pad_token_id, cfg, args.device, save, args.save_every)
+    model.to("cpu")
+    save(result["steps"])
+    meta = {
+        "command": "python -m extraction train " + " ".join(a for a in sys.argv[1:] if a != "train"),
+        "base": args.base, "size": None if args.base else args.size, "parameters": n_params,
+        "formats": sorted(formats), "augment": None if aug_cfg is None else asdict(aug_cfg),
+        "rows": asdict(row_cfg), "train": {k: v for k, v in asdict(cfg).items()},
+        "threads": args.threads, "device": args.device,
+        "data": {name: {"dev": len(dev)} for name, dev in corpus.dev.items()},
+        "train_products": corpus.size, **result,
+    }
+    (out / "training.json").write_text(json.dumps(meta, indent=2) + "\n")
+    log.info("saved %s (%d steps, %.1f min)", out, result["steps"], result["seconds"] / 60)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m extraction.engine.train")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    add_train_parser(sub)
+    args = parser.parse_args(["train", *(argv if argv is not None else sys.argv[1:])])
+    return run_train(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+

@@ -1,0 +1,54 @@
+from django import forms
+
+from catalog.models import Catalog, Category
+from extraction import config
+from extraction.services import BOTH, DECODER_CHOICES, RunRequest
+
+
+class RunForm(forms.Form):
+    """What a run extracts (catalog / category / search), with which decoder and model."""
+
+    catalog = forms.ModelChoiceField(Catalog.objects.all(), required=False, empty_label="All catalogs")
+    category = forms.ModelChoiceField(Category.objects.all(), required=False, empty_label="All categories")
+    search = forms.CharField(
+        required=False, max_length=200, help_text="Words in the title or description, or an exact SKU."
+    )
+    decoder = forms.ChoiceField(choices=DECODER_CHOICES, initial="hpd", widget=forms.RadioSelect)
+    model_dir = forms.ChoiceField(label="Model", required=False)
+    batch_size = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=512,
+        help_text=f"Products per leased batch (default {config.batch_size()}).",
+    )
+    stack = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=64,
+        label="Documents per HPD prompt",
+        help_text="Leave empty to let the engine choose by measuring.",
+    )
+    name = forms.CharField(required=False, max_length=200)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["model_dir"].choices = config.model_choices()
+
+    def clean_stack(self):
+        stack = self.cleaned_data.get("stack")
+        if stack and self.data.get("decoder") == "ar":
+            raise forms.ValidationError("Stacking applies to HPD only; leave it empty for AR.")
+        return stack
+
+    def run_request(self) -> RunRequest:
+        data = self.cleaned_data
+        return RunRequest(
+            decoder=data["decoder"] if data["decoder"] != BOTH else BOTH,
+            catalog=data["catalog"],
+            category=data["category"],
+            search=data["search"],
+            model_dir=data["model_dir"] or config.BUNDLED,
+            batch_size=data["batch_size"],
+            stack=data["stack"],
+            name=data["name"],
+        )

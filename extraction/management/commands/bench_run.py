@@ -1,0 +1,131 @@
+"""Products per second end to end (queue -> worker -> PostgreSQL) beside the engine alone.
+
+    .venv/bin/python manage.py bench_run --products 1000
+
+The engine alone decodes the same products in this process, in the same batches the worker leases
+(same model, device, decoder and stacking); the end-to-end figure is one real Celery worker process
+working through a run, from the moment the run is queued to the moment its last values are
+committed. Both sides are warmed first (model loaded, layout measured), so the difference is the
+queue and the database. On a shared machine other processes slow either side at random, so the two
+are measured in turns (engine, run, engine, run, ... --repeats times) and the best of each compared;
+the run's own split (seconds inside the engine against its wall time) is printed too. Prints a small
+table and one JSON line; exits 1 when the overhead is 15% or more.
+"""
+
+import json
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from extraction import config, drill, worker_processes
+from extraction.models import Run
+from extraction.services import RunRequest, do_start_run
+
+MAX_OVERHEAD = 0.15
+
+
+class Command(BaseCommand):
+    help = "Benchmark a run end to end against the engine alone on the same products."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--products", type=int, default=1000)
+        parser.add_argument("--batch-size", type=int, default=None, help=f"default {config.batch_size()}")
+        parser.add_argument(
+            "--stack", type=int, default=None, help="documents per HPD prompt (default: engine's choice)"
+        )
+        parser.add_argument("--decoder", choices=["hpd", "ar"], default="hpd")
+        parser.add_argument(
+            "--repeats", type=int, default=2, help="turns of engine-alone and end-to-end passes"
+        )
+        parser.add_argument("--timeout", type=float, default=3600)
+
+    def handle(
+        self, *args, products: int, batch_size, stack, decoder: str, repeats: int, timeout: float, **o
+    ):
+        if products < 1:
+            raise CommandError("--products must be at least 1")
+        batch_size = batch_size or config.batch_size()
+        catalog = drill.drill_catalog(f"Bench ({products} products)", products)
+        warmup = drill.drill_catalog(f"Bench warm-up ({batch_size} products)", batch_size)
+        request = {"decoder": decoder, "batch_size": batch_size, "stack": stack}
+
+        log_dir = settings.BASE_DIR / ".data" / "bench"
+        worker = worker_processes.start_worker("bench-w1", log_dir)
+        engine_rates, runs = [], []
+        try:
+            self._run(RunRequest(catalog=warmup, name="Bench warm-up", **request), timeout)
+            for turn in range(1, max(1, repeats) + 1):
+                engine_rates.append(self._engine_alone(catalog, request))
+                runs.append(self._run(RunRequest(catalog=catalog, name=f"Bench {turn}", **request), timeout))
+        finally:
+            worker_processes.stop_worker(worker)
+        walls = {run.id: (run.finished_at - run.created_at).total_seconds() for run in runs}
+        run = min(runs, key=lambda r: walls[r.id])
+        engine_rate = max(engine_rates)
+        end_to_end = run.done / walls[run.id]
+        overhead = 1 - end_to_end / engine_rate
+        in_engine = run.engine_seconds / walls[run.id]
+        passes = ", ".join(f"{rate:.2f}" for rate in engine_rates)
+        runs_text = ", ".join(f"{r.done / walls[r.id]:.2f}" for r in runs)
+        self.stdout.write(
+            f"{'':24}{'products/s':>12}   passes\n{'engine alone':24}{engine_rate:12.2f}   {passes}\n"
+        )
+        self.stdout.write(f"{'end to end (queue->PG)':24}{end_to_end:12.2f}   {runs_text}\n")
+        self.stdout.write(
+            f"overhead {overhead:.1%} (best against best); the run spent {in_engine:.1%} of its wall time in the engine\n"
+        )
+        self.stdout.write(
+            json.dumps(
+                {
+                    "products": products,
+                    "decoder": decoder,
+                    "batch_size": batch_size,
+                    "stack": stack,
+                    "engine_products_per_second": round(engine_rate, 3),
+                    "end_to_end_products_per_second": round(end_to_end, 3),
+                    "overhead": round(overhead, 4),
+                    "run_time_in_engine": round(in_engine, 4),
+                    "engine_passes": [round(rate, 3) for rate in engine_rates],
+                    "end_to_end_passes": [round(r.done / walls[r.id], 3) for r in runs],
+                    "run": run.id,
+                    "failed": run.failed,
+                }
+            )
+        )
+        if overhead >= MAX_OVERHEAD:
+            raise SystemExit(1)
+
+    def _engine_alone(self, catalog, request: dict) -> float:
+        """The engine on the same products, in the worker's batches, in this process."""
+        from extraction import decoding
+        from extraction.engine.api import Document
+
+        extractor = decoding.extractor_for(config.BUNDLED, settings.SLOTWISE_DEVICE)
+        products = list(catalog.products.order_by("id"))
+        attributes = decoding.attribute_specs(products[0].category.current_schema.id)
+        batches = [
+            products[i : i + request["batch_size"]] for i in range(0, len(products), request["batch_size"])
+        ]
+
+        def decode(batch):
+            docs = [Document(p.sku, p.document) for p in batch]
+            extractor.extract(docs, attributes, decoder=request["decoder"], stack=request["stack"])
+
+        decode(batches[0])  # warm-up: layout measurement and caches, as the worker's warm-up run does
+        started = time.perf_counter()
+        for batch in batches:
+            decode(batch)
+        return len(products) / (time.perf_counter() - started)
+
+    def _run(self, request: RunRequest, timeout: float) -> Run:
+        run = do_start_run(request)[0]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run.refresh_from_db()
+            if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+                if run.status != Run.Status.DONE:
+                    raise CommandError(f"run {run.id} ended {run.status}: {run.error}")
+                return run
+            time.sleep(0.5)
+        raise CommandError(f"run {run.id} did not finish within {timeout:.0f}s; see .data/bench/bench-w1.log")

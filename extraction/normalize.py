@@ -1,0 +1,112 @@
+"""Normalized values: what a reviewer compares and what HPD / AR agreement is computed on.
+
+Rules: trim and collapse spaces; "n/a" (any case) stays "n/a"; numbers with a unit are converted to
+the attribute's unit when both units are known lengths, weights or volumes; enumerations take the
+allowed value's spelling; booleans become yes / no. Anything the rules do not recognise is kept as
+the trimmed text, never dropped.
+"""
+
+import re
+
+NA = "n/a"
+
+# Factor to a base unit per dimension (metre, gram, litre); spelling variants map to one key.
+_UNIT_FACTORS = {
+    "mm": ("length", 0.001),
+    "cm": ("length", 0.01),
+    "m": ("length", 1.0),
+    "in": ("length", 0.0254),
+    "ft": ("length", 0.3048),
+    "mg": ("mass", 0.001),
+    "g": ("mass", 1.0),
+    "kg": ("mass", 1000.0),
+    "oz": ("mass", 28.349523125),
+    "lb": ("mass", 453.59237),
+    "ml": ("volume", 0.001),
+    "cl": ("volume", 0.01),
+    "l": ("volume", 1.0),
+    "floz": ("volume", 0.0295735),
+}
+_UNIT_SPELLINGS = {
+    "inch": "in",
+    "inches": "in",
+    '"': "in",
+    "''": "in",
+    "feet": "ft",
+    "foot": "ft",
+    "gram": "g",
+    "grams": "g",
+    "gr": "g",
+    "kilogram": "kg",
+    "kilograms": "kg",
+    "kgs": "kg",
+    "ounce": "oz",
+    "ounces": "oz",
+    "lbs": "lb",
+    "pound": "lb",
+    "pounds": "lb",
+    "liter": "l",
+    "litre": "l",
+    "liters": "l",
+    "litres": "l",
+    "milliliter": "ml",
+    "millilitre": "ml",
+    "fl oz": "floz",
+    "fl. oz": "floz",
+    "fl.oz": "floz",
+    "meter": "m",
+    "metre": "m",
+    "meters": "m",
+    "metres": "m",
+}
+_NUMBER_WITH_UNIT = re.compile(r"^\s*(-?\d+(?:[.,]\d+)?)\s*([a-zA-Z\"'. ]*?)\s*$")
+_TRUE = {"yes", "y", "true", "1"}
+_FALSE = {"no", "n", "false", "0"}
+
+
+def unit_key(unit: str) -> str:
+    lowered = unit.strip().lower().rstrip(".")
+    return _UNIT_SPELLINGS.get(lowered, lowered)
+
+
+def _format_number(number: float) -> str:
+    return f"{round(number, 3):g}"
+
+
+def normalize_number(text: str, unit: str) -> str:
+    """'55 inches' with unit 'inch' -> '55 inch'; '1,5 kg' with unit 'g' -> '1500 g'."""
+    match = _NUMBER_WITH_UNIT.match(text)
+    if not match:
+        return text
+    number = float(match.group(1).replace(",", "."))
+    found = match.group(2).strip()
+    if not unit:
+        return f"{_format_number(number)} {found}".strip()
+    if not found:
+        return f"{_format_number(number)} {unit}"
+    source, target = _UNIT_FACTORS.get(unit_key(found)), _UNIT_FACTORS.get(unit_key(unit))
+    if unit_key(found) == unit_key(unit):
+        return f"{_format_number(number)} {unit}"
+    if source and target and source[0] == target[0]:
+        return f"{_format_number(number * source[1] / target[1])} {unit}"
+    return f"{_format_number(number)} {found}"
+
+
+def normalize_value(raw: str, kind: str = "text", unit: str = "", allowed_values=()) -> str:
+    text = " ".join(raw.split())
+    if not text:
+        return ""
+    if text.lower() == NA:
+        return NA
+    if kind == "number":
+        return normalize_number(text, unit)
+    if kind == "enum":
+        by_lower = {str(value).lower(): str(value) for value in allowed_values or ()}
+        return by_lower.get(text.lower(), text)
+    if kind == "boolean":
+        lowered = text.lower()
+        if lowered in _TRUE:
+            return "yes"
+        if lowered in _FALSE:
+            return "no"
+    return text

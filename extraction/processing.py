@@ -1,0 +1,126 @@
+"""The worker loop over one run: lease a batch, decode it, record it, until no work is left.
+
+Runs inside a Celery task on the GPU queue. While it decodes, a heartbeat thread renews the batch's
+lease, so leases can stay short and a killed worker's products come back quickly. When the run has
+nothing takeable but other workers still hold leases, the loop waits for them to finish or expire
+(a dead worker's lease expires and is taken here), so a run always finishes while one worker lives.
+"""
+
+import logging
+import threading
+import time
+
+from django.conf import settings
+from django.db import connection
+
+from extraction import config, decoding
+from extraction.leases import (
+    ItemOutcome,
+    lease_batch,
+    next_run_with_takeable_work,
+    record_results,
+    renew_leases,
+    set_model,
+    why_nothing_to_lease,
+)
+from extraction.models import Run
+from extraction.services import do_fail_run
+
+log = logging.getLogger(__name__)
+
+# Upper bound on one idle wait, so a cancelled or finished run is noticed soon.
+MAX_IDLE_WAIT_SECONDS = 5.0
+
+
+class LeaseHeartbeat:
+    """Renews a batch's leases every third of the lease time while the engine works on it."""
+
+    def __init__(self, item_ids: list[int], owner: str, lease_seconds: int):
+        self.item_ids, self.owner, self.lease_seconds = item_ids, owner, lease_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="lease-heartbeat", daemon=True)
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(self.lease_seconds / 3):
+                renew_leases(self.item_ids, self.owner, self.lease_seconds)
+        finally:
+            connection.close()  # this thread's own connection
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self._stop.set()
+        self._thread.join()
+
+
+def process_runs(run_id: int | None, owner: str) -> list[int]:
+    """Work on run_id, then on any other run with takeable work (its wake-up may have been lost)."""
+    worked: list[int] = []
+    current = run_id if run_id is not None else next_run_with_takeable_work(exclude=set())
+    while current is not None:
+        process_run(current, owner)
+        worked.append(current)
+        current = next_run_with_takeable_work(exclude=set(worked))
+    return worked
+
+
+def process_run(run_id: int, owner: str) -> None:
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None or run.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+        return
+    device = settings.SLOTWISE_DEVICE
+    try:
+        extractor = decoding.extractor_for(run.model_dir, device)
+    except Exception as exc:  # noqa: BLE001 - any load failure stops this run with its reason shown
+        log.exception("run %s: model %r could not be loaded", run_id, run.model_dir)
+        do_fail_run(
+            run_id, f"model {run.model_dir or '(bundled)'} could not be loaded: {type(exc).__name__}: {exc}"
+        )
+        return
+    set_model(
+        run_id,
+        extractor.model_name,
+        extractor.model_revision,
+        {"device": device, "random_standin": bool(getattr(extractor, "random_standin", False))},
+    )
+    lease_seconds = config.lease_seconds()
+    batch_size = int(run.decode_settings.get("batch_size") or config.batch_size())
+    stack = run.decode_settings.get("stack")
+    attributes: dict[int, list] = {}
+    while True:
+        items = lease_batch(run_id, owner, batch_size, lease_seconds)
+        if not items:
+            waiting = why_nothing_to_lease(run_id)
+            if waiting.over:
+                return
+            time.sleep(min(waiting.next_expiry_seconds + 0.2, MAX_IDLE_WAIT_SECONDS))
+            continue
+        given_up = [item for item in items if item.attempts > config.max_attempts()]
+        outcomes = [
+            ItemOutcome(
+                item.id, error=f"its worker stopped {item.attempts - 1} times while decoding it; gave up"
+            )
+            for item in given_up
+        ]
+        todo = [item for item in items if item not in given_up]
+        schema_id = items[0].schema_id
+        if schema_id not in attributes:
+            attributes[schema_id] = decoding.attribute_specs(schema_id)
+        totals = None
+        if todo:
+            with LeaseHeartbeat([item.id for item in items], owner, lease_seconds):
+                decoded, totals = decoding.decode_items(
+                    extractor, todo, attributes[schema_id], run.decoder, stack
+                )
+            outcomes += decoded
+        written = record_results(run_id, owner, outcomes, totals)
+        if written < len(items):
+            log.warning(
+                "run %s: %d of %d leases were taken over before recording",
+                run_id,
+                len(items) - written,
+                len(items),
+            )

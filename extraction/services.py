@@ -1,0 +1,241 @@
+"""Starting, kicking, cancelling and watching extraction runs (the web side; never imports torch).
+
+Each `do_*` function is one explicit transaction. Workers lease and record through
+extraction.leases; the wake-up messages sent here only tell workers that work exists, the work
+itself is the run's WorkItem rows in PostgreSQL.
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import connection, transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
+
+from catalog.models import Catalog, Category, Product, SchemaVersion
+from extraction import config
+from extraction.models import Run, WorkItem
+
+log = logging.getLogger(__name__)
+
+ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+BOTH = "both"
+DECODER_CHOICES = [(Run.Decoder.HPD, "HPD"), (Run.Decoder.AR, "AR"), (BOTH, "Both (two linked runs)")]
+
+
+class RunRefused(ValueError):
+    """The run cannot start as asked; the message says what to change. Nothing was stored."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    decoder: str  # "hpd", "ar" or "both"
+    catalog: Catalog | None = None
+    category: Category | None = None
+    search: str = ""
+    model_dir: str = config.BUNDLED
+    batch_size: int | None = None
+    stack: int | None = None  # documents per HPD prompt; None lets the engine choose
+    name: str = ""
+
+
+def selected_products(catalog=None, category=None, search: str = ""):
+    products = Product.objects.all()
+    if catalog is not None:
+        products = products.filter(catalog=catalog)
+    if category is not None:
+        products = products.filter(category=category)
+    if search.strip():
+        term = search.strip()
+        products = products.filter(
+            Q(title__icontains=term) | Q(sku__iexact=term) | Q(description__icontains=term)
+        )
+    return products.order_by()
+
+
+def current_schemas(products) -> dict[int, SchemaVersion]:
+    """{category id: its latest schema version} for the categories of `products`.
+
+    Refuses when a category has no schema or an empty one: its products would have nothing to extract.
+    """
+    counts = dict(products.values_list("category").annotate(n=Count("id")).values_list("category", "n"))
+    schemas = {}
+    missing = []
+    for category in Category.objects.filter(id__in=counts):
+        schema = category.current_schema
+        if schema is None or not schema.attributes.exists():
+            missing.append(f"'{category.name}' ({counts[category.id]} products)")
+        else:
+            schemas[category.id] = schema
+    if missing:
+        raise RunRefused(
+            "These categories have no attribute schema yet, define one first or leave them out: "
+            + ", ".join(sorted(missing))
+        )
+    return schemas
+
+
+def _queue_work_items(run: Run, products, schemas: dict[int, SchemaVersion]) -> int:
+    """INSERT ... SELECT one queued item per product, category by category (ids follow schemas)."""
+    table = WorkItem._meta.db_table
+    total = 0
+    with connection.cursor() as cursor:
+        for category_id, schema in sorted(schemas.items()):
+            ids = products.filter(category_id=category_id).order_by("id").values_list("id", flat=True)
+            sql, params = ids.query.sql_with_params()
+            cursor.execute(
+                f"INSERT INTO {table} (run_id, product_id, schema_id, status, lease_owner, attempts, error,"
+                " writes, done_by)"
+                f" SELECT %s, sub.id, %s, %s, '', 0, '', 0, '' FROM ({sql}) AS sub",
+                [run.id, schema.id, WorkItem.Status.QUEUED, *params],
+            )
+            total += cursor.rowcount
+    return total
+
+
+def do_start_run(request: RunRequest, user=None) -> list[Run]:
+    """Create the run (two linked runs for "both") with one queued item per selected product."""
+    decoders = [Run.Decoder.HPD, Run.Decoder.AR] if request.decoder == BOTH else [request.decoder]
+    if any(decoder not in Run.Decoder.values for decoder in decoders):
+        raise RunRefused(f"Unknown decoder {request.decoder!r}: choose hpd, ar or both.")
+    products = selected_products(request.catalog, request.category, request.search)
+    if not products.exists():
+        raise RunRefused("No product matches this selection: widen the catalog, category or search.")
+    settings_used = {"batch_size": request.batch_size or config.batch_size(), "stack": request.stack}
+    with transaction.atomic():
+        schemas = current_schemas(products)
+        runs = []
+        for decoder in decoders:
+            run = Run.objects.create(
+                name=request.name,
+                decoder=decoder,
+                catalog=request.catalog,
+                category=request.category,
+                search=request.search.strip(),
+                model_dir=request.model_dir,
+                decode_settings={**settings_used, "decoder": decoder},
+                created_by=user,
+            )
+            run.schema_versions.set(schemas.values())
+            run.total = _queue_work_items(run, products, schemas)
+            run.save(update_fields=["total"])
+            runs.append(run)
+        if len(runs) == 2:
+            runs[0].linked_run = runs[1]
+            runs[0].save(update_fields=["linked_run"])
+            runs[1].linked_run = runs[0]
+            runs[1].save(update_fields=["linked_run"])
+        for run in runs:
+            transaction.on_commit(lambda run_id=run.id, total=run.total: kick_run(run_id, total))
+    return runs
+
+
+def kick_run(run_id: int, total: int | None = None) -> bool:
+    """Send wake-up messages for a run: one per worker that could usefully join it.
+
+    A broker that is down is logged, not raised: the run waits in PostgreSQL and the reaper (idle
+    workers, the run page's progress poll) kicks it again later.
+    """
+    from workers.tasks import gpu_process_run  # Celery task module; imports no torch
+
+    run = Run.objects.filter(pk=run_id).only("total", "decode_settings").first()
+    if run is None:
+        return False
+    batches = -(-(total or run.total) // max(1, run.decode_settings.get("batch_size") or 1))
+    Run.objects.filter(pk=run_id).update(last_kick_at=timezone.now())
+    try:
+        for _ in range(max(1, min(config.wakeups_per_run(), batches))):
+            gpu_process_run.apply_async((run_id,), retry=False)
+    except (BrokerError, OSError) as exc:
+        log.warning("could not wake workers for run %s (the reaper retries): %s", run_id, exc)
+        return False
+    return True
+
+
+def stalled(run: Run, now=None) -> bool:
+    """An active run with takeable work, nobody holding a live lease, and no recent wake-up."""
+    now = now or timezone.now()
+    if run.status not in ACTIVE:
+        return False
+    quiet_for = timedelta(seconds=2 * config.lease_seconds())
+    if run.last_kick_at and now - run.last_kick_at < quiet_for:
+        return False
+    items = WorkItem.objects.filter(run=run)
+    if items.filter(status=WorkItem.Status.LEASED, lease_expires_at__gte=now).exists():
+        return False
+    return items.filter(
+        Q(status=WorkItem.Status.QUEUED) | Q(status=WorkItem.Status.LEASED, lease_expires_at__lt=now)
+    ).exists()
+
+
+def kick_if_stalled(run: Run) -> bool:
+    if stalled(run):
+        log.info("run %s looks stalled: sending a wake-up", run.id)
+        return kick_run(run.id)
+    return False
+
+
+def do_cancel_run(run_id: int) -> Run | None:
+    """Cancel queued work; batches already leased finish and are recorded, no new ones start."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.status not in ACTIVE:
+            return run
+        WorkItem.objects.filter(run=run, status=WorkItem.Status.QUEUED).update(
+            status=WorkItem.Status.CANCELLED, finished_at=timezone.now()
+        )
+        run.status = Run.Status.CANCELLED
+        if not WorkItem.objects.filter(run=run, status=WorkItem.Status.LEASED).exists():
+            run.finished_at = timezone.now()
+        run.save(update_fields=["status", "finished_at"])
+    return run
+
+
+def do_fail_run(run_id: int, error: str) -> None:
+    """Stop a run that cannot go on at all (say, its model cannot be loaded)."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.status not in ACTIVE:
+            return
+        WorkItem.objects.filter(run=run, status=WorkItem.Status.QUEUED).update(
+            status=WorkItem.Status.CANCELLED, finished_at=timezone.now()
+        )
+        run.status = Run.Status.FAILED
+        run.error = error
+        run.finished_at = timezone.now()
+        run.save(update_fields=["status", "error", "finished_at"])
+
+
+@dataclass(frozen=True)
+class Progress:
+    total: int
+    done: int
+    failed: int
+    cancelled: int
+    seconds: float
+    products_per_second: float
+    eta_seconds: float | None
+
+    @property
+    def finished(self) -> int:
+        return self.done + self.failed + self.cancelled
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.finished / self.total if self.total else 100.0
+
+
+def progress(run: Run, now=None) -> Progress:
+    now = now or timezone.now()
+    cancelled = (
+        WorkItem.objects.filter(run=run, status=WorkItem.Status.CANCELLED).count()
+        if run.status == Run.Status.CANCELLED or run.status == Run.Status.FAILED
+        else 0
+    )
+    seconds = ((run.finished_at or now) - run.started_at).total_seconds() if run.started_at else 0.0
+    rate = (run.done + run.failed) / seconds if seconds > 0 else 0.0
+    remaining = run.total - run.done - run.failed - cancelled
+    eta = remaining / rate if rate > 0 and run.status in ACTIVE else None
+    return Progress(run.total, run.done, run.failed, cancelled, seconds, rate, eta)

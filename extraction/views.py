@@ -1,0 +1,146 @@
+"""Run screens: list, start, the live run page (htmx progress), cancel. Thin: work is in services."""
+
+from collections import defaultdict
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import Prefetch
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounts.roles import ADMIN, REVIEWER, role_required
+from extraction import comparison
+from extraction.forms import RunForm
+from extraction.models import ExtractedValue, Run, WorkItem
+from extraction.services import (
+    ACTIVE,
+    RunRefused,
+    do_cancel_run,
+    do_start_run,
+    kick_if_stalled,
+    progress,
+    selected_products,
+)
+
+RESULTS_PER_PAGE = 50
+RUNS_PER_PAGE = 30
+
+
+@require_GET
+@role_required(ADMIN, REVIEWER)
+def runs(request):
+    page = Paginator(Run.objects.select_related("catalog", "category", "created_by"), RUNS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    rows = [(run, progress(run)) for run in page]
+    return render(request, "extraction/runs.html", {"page": page, "rows": rows})
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(ADMIN)
+def start(request):
+    form = RunForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            started = do_start_run(form.run_request(), user=request.user)
+        except RunRefused as exc:
+            form.add_error(None, str(exc))
+        else:
+            total = started[0].total
+            messages.success(request, f"Queued {total} products in {len(started)} run(s).")
+            return redirect("extraction:detail", run_id=started[0].id)
+    return render(request, "extraction/start.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@require_GET
+@role_required(ADMIN)
+def selection_count(request):
+    """htmx: how many products the form's current selection would queue."""
+    form = RunForm(request.GET)
+    form.is_valid()  # the count only needs the selection fields that validated
+    data = form.cleaned_data
+    count = selected_products(data.get("catalog"), data.get("category"), data.get("search") or "").count()
+    return HttpResponse(f"{count} product{'s' if count != 1 else ''} selected")
+
+
+def _results(run: Run, status: str, page_number):
+    items = WorkItem.objects.filter(run=run).select_related("product").order_by("id")
+    if status in WorkItem.Status.values:
+        items = items.filter(status=status)
+    page = Paginator(items, RESULTS_PER_PAGE).get_page(page_number)
+    values = defaultdict(list)
+    for value in (
+        ExtractedValue.objects.filter(run=run, product__in=[item.product_id for item in page])
+        .select_related("attribute")
+        .order_by("attribute__position")
+    ):
+        values[value.product_id].append(value)
+    return page, [(item, values[item.product_id]) for item in page]
+
+
+def _run_context(request, run: Run) -> dict:
+    status = request.GET.get("status", "")
+    page, results = _results(run, status, request.GET.get("page"))
+    context = {
+        "run": run,
+        "progress": progress(run),
+        "results_page": page,
+        "results": results,
+        "status_filter": status,
+        "status_choices": WorkItem.Status.choices,
+    }
+    linked = run.linked_run
+    if linked is not None:
+        hpd, ar = (run, linked) if run.decoder == Run.Decoder.HPD else (linked, run)
+        context["compare"] = {
+            "hpd": hpd,
+            "ar": ar,
+            "agreement": comparison.agreement_by_attribute(hpd, ar),
+            "disagreements": Paginator(comparison.disagreements(hpd, ar), RESULTS_PER_PAGE).get_page(
+                request.GET.get("dpage")
+            ),
+        }
+    return context
+
+
+@require_GET
+@role_required(ADMIN, REVIEWER)
+def detail(request, run_id: int):
+    run = get_object_or_404(
+        Run.objects.select_related("catalog", "category", "created_by", "linked_run").prefetch_related(
+            Prefetch("schema_versions")
+        ),
+        pk=run_id,
+    )
+    context = _run_context(request, run)
+    if request.htmx and request.htmx.target == "run-results":
+        return render(request, "extraction/_results.html", context)
+    return render(request, "extraction/detail.html", context)
+
+
+@require_GET
+@role_required(ADMIN, REVIEWER)
+def progress_partial(request, run_id: int):
+    """Polled by the run page; also re-kicks a run whose wake-up messages were lost."""
+    run = get_object_or_404(Run, pk=run_id)
+    kick_if_stalled(run)
+    response = render(request, "extraction/_progress.html", {"run": run, "progress": progress(run)})
+    if run.status not in ACTIVE:
+        response["HX-Trigger"] = "run-finished"
+    return response
+
+
+@require_POST
+@role_required(ADMIN)
+def cancel(request, run_id: int):
+    run = get_object_or_404(Run, pk=run_id)
+    if run.status in ACTIVE:
+        do_cancel_run(run.id)
+        messages.info(request, f"{run} cancelled: queued products will not be decoded.")
+    else:
+        messages.error(
+            request,
+            f"{run} is {run.get_status_display().lower()}; only a queued or running run can be cancelled.",
+        )
+    return redirect("extraction:detail", run_id=run.id)

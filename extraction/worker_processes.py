@@ -1,0 +1,79 @@
+"""Real Celery worker processes for the fault drill and the benchmark (what `make dev` runs).
+
+Each worker starts in its own process group, so a SIGKILL of the group takes its pool child with it,
+as when a machine or a container dies.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+
+def current_database_url() -> str:
+    s = connection.settings_dict
+    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
+    return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+def start_worker(name: str, log_dir: Path, env: dict | None = None, queues: str = "gpu") -> subprocess.Popen:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    worker_env = {
+        **os.environ,
+        "DATABASE_URL": current_database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "slotwise.settings"),
+        **(env or {}),
+    }
+    with open(log_dir / f"{name}.log", "ab") as log:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "workers",
+                "worker",
+                "-Q",
+                queues,
+                "-c",
+                "1",
+                "-n",
+                f"{name}@%h",
+                "--pool",
+                "prefork",
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            cwd=settings.BASE_DIR,
+            env=worker_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def kill_worker(proc: subprocess.Popen) -> None:
+    """SIGKILL the worker and its pool child: nothing gets to clean up or acknowledge."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def stop_worker(proc: subprocess.Popen, timeout: float = 20) -> None:
+    """Warm shutdown (SIGTERM), then SIGKILL of the group if it does not end in time."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+    kill_worker(proc)

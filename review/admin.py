@@ -1,0 +1,25 @@
+from django.contrib import admin
+
+from review.models import BulkAction, ExportJob, GoldValue, ReviewerSettings, ValueEvent
+
+
+@admin.register(ValueEvent)
+class ValueEventAdmin(admin.ModelAdmin):
+    list_display = ("at", "actor", "action", "value", "old_value", "new_value", "run", "undone")
+    list_filter = ("action", "undone")
+    raw_id_fields = ("value", "run")
+
+
+@admin.register(GoldValue)
+class GoldValueAdmin(admin.ModelAdmin):
+    list_display = ("product", "attribute_name", "schema", "value", "approved_by", "approved_at")
+    search_fields = ("product__sku", "attribute_name", "value")
+    raw_id_fields = ("product", "source")
+
+
+@admin.register(BulkAction, ExportJob)
+class JobAdmin(admin.ModelAdmin):
+    list_display = ("pk", "created_by", "created_at", "status", "done", "total")
+
+
+admin.site.register(ReviewerSettings)

@@ -1,0 +1,210 @@
+"""Export approved values (accepted and corrected) as CSV or JSON, wide or long.
+
+Wide: one row per product, one column per attribute. Long: one row per value.
+Every CSV cell goes through catalog.csv_safety.safe_cell so a spreadsheet never runs a formula.
+Small exports stream back in the request; larger ones become an ExportJob written in the
+background on the `light` queue, with progress and a download link.
+"""
+
+import csv
+import io
+import json
+import tempfile
+from collections.abc import Callable, Iterator
+
+from django.conf import settings
+from django.core.files import File
+from django.utils import timezone
+
+from catalog.csv_safety import safe_row
+from review.filters import QueueFilter
+from review.gold import APPROVED
+from review.models import ExportJob
+
+LONG_COLUMNS = [
+    "run",
+    "catalog",
+    "sku",
+    "title",
+    "category",
+    "attribute",
+    "value",
+    "status",
+    "model_value",
+    "confidence",
+    "reviewed_by",
+    "reviewed_at",
+]
+PRODUCT_COLUMNS = ["catalog", "sku", "title", "category"]
+PROGRESS_EVERY = 1000
+
+
+def inline_limit() -> int:
+    """Exports of up to this many values are written within the request."""
+    return getattr(settings, "REVIEW_EXPORT_INLINE_LIMIT", 5000)
+
+
+def approved(queue_filter: QueueFilter):
+    """The approved values the filter matches (its status choice is replaced by 'approved')."""
+    return queue_filter.values().filter(review_status__in=APPROVED)
+
+
+def _long_records(queue_filter: QueueFilter) -> Iterator[dict]:
+    rows = (
+        approved(queue_filter)
+        .order_by("product__catalog__name", "product__sku", "attribute__position", "pk")
+        .values_list(
+            "run_id",
+            "product__catalog__name",
+            "product__sku",
+            "product__title",
+            "product__category__name",
+            "attribute__name",
+            "reviewed_value",
+            "review_status",
+            "value",
+            "confidence",
+            "reviewed_by__username",
+            "reviewed_at",
+        )
+    )
+    for row in rows.iterator(chunk_size=2000):
+        record = dict(zip(LONG_COLUMNS, row, strict=True))
+        record["reviewed_at"] = record["reviewed_at"].isoformat() if record["reviewed_at"] else ""
+        record["reviewed_by"] = record["reviewed_by"] or ""
+        yield record
+
+
+def _wide_records(queue_filter: QueueFilter) -> Iterator[dict]:
+    """One record per product: its approved values keyed by attribute name (ordered by product)."""
+    current: dict | None = None
+    for record in _long_records(queue_filter):
+        key = (record["catalog"], record["sku"])
+        if current is None or current["_key"] != key:
+            if current is not None:
+                yield current
+            current = {"_key": key, **{c: record[c] for c in PRODUCT_COLUMNS}, "values": {}}
+        current["values"][record["attribute"]] = record["value"]
+    if current is not None:
+        yield current
+
+
+def attribute_names(queue_filter: QueueFilter) -> list[str]:
+    """The wide file's attribute columns, in schema order."""
+    names = (
+        approved(queue_filter)
+        .order_by("attribute__position", "attribute__name")
+        .values_list("attribute__name", flat=True)
+    )
+    return list(dict.fromkeys(names))
+
+
+def write_export(
+    out: io.TextIOBase,
+    queue_filter: QueueFilter,
+    fmt: str,
+    shape: str,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Write the export to `out`; returns how many values went in."""
+    count = 0
+
+    def tick(n: int) -> None:
+        nonlocal count
+        count += n
+        if progress and count % PROGRESS_EVERY < n:
+            progress(count)
+
+    if shape == ExportJob.Shape.LONG:
+        records = _long_records(queue_filter)
+        if fmt == ExportJob.Format.CSV:
+            writer = csv.writer(out)
+            writer.writerow(LONG_COLUMNS)
+            for record in records:
+                writer.writerow(safe_row(record.values()))
+                tick(1)
+        else:
+            _write_json_list(out, records, tick, lambda r: 1)
+    else:
+        records = _wide_records(queue_filter)
+        if fmt == ExportJob.Format.CSV:
+            names = attribute_names(queue_filter)
+            writer = csv.writer(out)
+            writer.writerow(PRODUCT_COLUMNS + names)
+            for record in records:
+                writer.writerow(
+                    safe_row(
+                        [record[c] for c in PRODUCT_COLUMNS] + [record["values"].get(n, "") for n in names]
+                    )
+                )
+                tick(len(record["values"]))
+        else:
+            _write_json_list(
+                out,
+                ({k: v for k, v in r.items() if k != "_key"} for r in records),
+                tick,
+                lambda r: len(r["values"]),
+            )
+    return count
+
+
+def _write_json_list(out, records, tick, size) -> None:
+    """A JSON array written one record at a time, so a large export never sits in memory whole."""
+    out.write("[")
+    for i, record in enumerate(records):
+        out.write(",\n" if i else "\n")
+        out.write(json.dumps(record, ensure_ascii=False))
+        tick(size(record))
+    out.write("\n]\n")
+
+
+def check_choice(fmt: str, shape: str) -> None:
+    if fmt not in ExportJob.Format.values:
+        raise ValueError(f"format: {fmt!r} is not one of {', '.join(ExportJob.Format.values)}")
+    if shape not in ExportJob.Shape.values:
+        raise ValueError(f"shape: {shape!r} is not one of {', '.join(ExportJob.Shape.values)}")
+
+
+def do_create_export(queue_filter: QueueFilter, fmt: str, shape: str, user) -> ExportJob:
+    check_choice(fmt, shape)
+    return ExportJob.objects.create(
+        created_by=user,
+        format=fmt,
+        shape=shape,
+        filters=queue_filter.as_params(),
+        total=approved(queue_filter).count(),
+    )
+
+
+def run_export(job_id: int) -> ExportJob | None:
+    """Write an export job's file under MEDIA_ROOT and mark it done. Safe to rerun."""
+    job = ExportJob.objects.filter(pk=job_id).first()
+    if job is None or job.finished:
+        return job
+    ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.RUNNING, done=0)
+    queue_filter = QueueFilter.from_params(job.filters)
+    with tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as tmp:
+        written = write_export(
+            tmp,
+            queue_filter,
+            job.format,
+            job.shape,
+            progress=lambda n: ExportJob.objects.filter(pk=job.pk).update(done=n),
+        )
+        tmp.seek(0)
+        job.file.save(job.filename, File(tmp), save=False)
+    ExportJob.objects.filter(pk=job.pk).update(
+        file=job.file.name,
+        done=written,
+        total=written,
+        status=ExportJob.Status.DONE,
+        finished_at=timezone.now(),
+    )
+    job.refresh_from_db()
+    return job
+
+
+def mark_failed(job_id: int, error: str) -> None:
+    ExportJob.objects.filter(pk=job_id).update(
+        status=ExportJob.Status.FAILED, error=error[:2000], finished_at=timezone.now()
+    )

@@ -1,0 +1,123 @@
+"""The queue's filter: parsed from query parameters, validated, and turned into a queryset.
+
+The same filter drives the page, the bulk actions and the exports, so "everything the filter
+matches" means the same rows everywhere. Stored jobs keep the filter as its query parameters.
+"""
+
+from dataclasses import asdict, dataclass
+
+from django.conf import settings
+from django.db.models import Case, F, IntegerField, OuterRef, QuerySet, Subquery, Value, When
+
+from extraction.models import ExtractedValue, Run
+
+SORTS = {"confidence": "Lowest confidence first", "disagreement": "HPD/AR disagreement first"}
+STATUSES = tuple(ExtractedValue.ReviewStatus.values)
+
+
+def page_size() -> int:
+    return getattr(settings, "REVIEW_PAGE_SIZE", 20)
+
+
+class FilterError(ValueError):
+    """A query parameter the queue cannot use; the message names the parameter and the reason."""
+
+
+def partner_of(run: Run) -> Run | None:
+    """The run linked with `run` for comparison (HPD with AR), in whichever direction it was linked."""
+    if run.linked_run_id:
+        return run.linked_run
+    return Run.objects.filter(linked_run=run).first()
+
+
+def _optional_id(params, name: str) -> int | None:
+    raw = (params.get(name) or "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise FilterError(f"{name}: expected a number, got {raw!r}")
+    return int(raw)
+
+
+@dataclass(frozen=True)
+class QueueFilter:
+    run: int | None = None
+    catalog: int | None = None
+    category: int | None = None
+    attribute: str = ""
+    status: str = ""
+    sort: str = "confidence"
+
+    @classmethod
+    def from_params(cls, params) -> "QueueFilter":
+        status = (params.get("status") or "").strip()
+        if status and status not in STATUSES:
+            raise FilterError(f"status: {status!r} is not one of {', '.join(STATUSES)}")
+        sort = (params.get("sort") or "confidence").strip()
+        if sort not in SORTS:
+            raise FilterError(f"sort: {sort!r} is not one of {', '.join(SORTS)}")
+        run = _optional_id(params, "run")
+        if run is not None and not Run.objects.filter(pk=run).exists():
+            raise FilterError(f"run: there is no run {run}")
+        return cls(
+            run=run,
+            catalog=_optional_id(params, "catalog"),
+            category=_optional_id(params, "category"),
+            attribute=(params.get("attribute") or "").strip()[:100],
+            status=status,
+            sort=sort,
+        )
+
+    def with_default_run(self) -> "QueueFilter":
+        """The newest run that has values, when the filter names none."""
+        if self.run is not None:
+            return self
+        latest = Run.objects.filter(values__isnull=False).order_by("-created_at", "-id").values("pk").first()
+        return self if latest is None else QueueFilter(**{**asdict(self), "run": latest["pk"]})
+
+    def as_params(self) -> dict[str, str]:
+        return {k: str(v) for k, v in asdict(self).items() if v not in (None, "")}
+
+    def values(self) -> QuerySet:
+        """Every value the filter matches, unordered (bulk actions and exports use this)."""
+        qs = ExtractedValue.objects.all()
+        if self.run is not None:
+            qs = qs.filter(run_id=self.run)
+        if self.catalog is not None:
+            qs = qs.filter(product__catalog_id=self.catalog)
+        if self.category is not None:
+            qs = qs.filter(product__category_id=self.category)
+        if self.attribute:
+            qs = qs.filter(attribute__name=self.attribute)
+        if self.status:
+            qs = qs.filter(review_status=self.status)
+        return qs
+
+    def ordered_values(self) -> QuerySet:
+        """The queue as shown: with the linked run's value beside each value, in the chosen order."""
+        qs = self.values().select_related(
+            "product", "product__catalog", "product__category", "attribute", "reviewed_by"
+        )
+        partner = partner_of(Run.objects.get(pk=self.run)) if self.run is not None else None
+        if partner is not None:
+            other = ExtractedValue.objects.filter(
+                run=partner, product=OuterRef("product"), attribute=OuterRef("attribute")
+            )
+            qs = qs.annotate(
+                partner_value=Subquery(other.values("value")[:1]),
+                partner_confidence=Subquery(other.values("confidence")[:1]),
+            ).annotate(
+                disagrees=Case(
+                    When(partner_value__isnull=True, then=Value(0)),
+                    When(partner_value=F("value"), then=Value(0)),
+                    default=Value(1),
+                    output_field=IntegerField(),
+                )
+            )
+        return qs.order_by(*self.ordering(partner is not None))
+
+    def ordering(self, has_partner: bool) -> list[str]:
+        """The queue's order; disagreement needs a linked run, without one it is by confidence."""
+        if self.sort == "disagreement" and has_partner:
+            return ["-disagrees", "confidence", "id"]
+        return ["confidence", "id"]

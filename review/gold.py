@@ -1,0 +1,53 @@
+"""Gold values: accepted and corrected values, one per (product, attribute name, schema version)."""
+
+from django.db.models import Q
+
+from extraction.models import ExtractedValue
+from review.models import GoldValue
+
+APPROVED = (ExtractedValue.ReviewStatus.ACCEPTED, ExtractedValue.ReviewStatus.CORRECTED)
+
+
+def approved_values():
+    return ExtractedValue.objects.filter(review_status__in=APPROVED)
+
+
+def sync_gold(value: ExtractedValue, user) -> None:
+    """Make the gold row of `value`'s (product, attribute, schema) agree with its new review state.
+
+    Call inside the transaction that changed the value. An approval becomes the gold; taking an
+    approval back hands the gold to the newest other approval of the same attribute, else to the
+    catalog's known value, else drops it.
+    """
+    key = {
+        "product_id": value.product_id,
+        "attribute_name": value.attribute.name,
+        "schema_id": value.attribute.schema_id,
+    }
+    if value.review_status in APPROVED:
+        GoldValue.objects.update_or_create(
+            **key, defaults={"value": value.reviewed_value, "source": value, "approved_by": user}
+        )
+        return
+    gold = GoldValue.objects.filter(**key).first()
+    if gold is None or (gold.source_id is not None and gold.source_id != value.pk):
+        return
+    if gold.source_id is None:
+        return  # seeded from the catalog, not from this value: a review elsewhere does not touch it
+    other = (
+        approved_values()
+        .filter(product_id=value.product_id, attribute_id=value.attribute_id)
+        .filter(~Q(pk=value.pk))
+        .order_by("-reviewed_at", "-id")
+        .first()
+    )
+    known = value.product.known_values.get(value.attribute.name)
+    if other is None and known not in (None, ""):
+        # The catalog knew this value before any review: it is the gold again.
+        gold.value, gold.source, gold.approved_by = str(known), None, None
+        gold.save()
+    elif other is None:
+        gold.delete()
+    else:
+        gold.value, gold.source, gold.approved_by = other.reviewed_value, other, other.reviewed_by
+        gold.save()

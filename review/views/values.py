@@ -1,0 +1,114 @@
+"""Actions on one value (accept, correct, reject, n/a, undo) and its history."""
+
+import json
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET, require_POST
+
+from extraction.models import ExtractedValue
+from review.actions import NothingToUndo, ReviewConflict, ReviewError, do_review, do_undo, shown_value
+from review.models import ValueEvent
+from review.rows import fresh_row, make_row
+from review.views.common import bad_request, redirect_back, reviewers_only, shortcut_keys
+
+ROW_ACTIONS = {
+    ValueEvent.Action.ACCEPT,
+    ValueEvent.Action.CORRECT,
+    ValueEvent.Action.REJECT,
+    ValueEvent.Action.SET_NA,
+}
+CONFLICT = 409
+
+
+def _row_response(request, row, status=200):
+    return render(
+        request, "review/_row.html", {"row": row, "keys": shortcut_keys(request.user)}, status=status
+    )
+
+
+@require_POST
+@reviewers_only
+def review_value(request, value_id: int):
+    value = get_object_or_404(ExtractedValue, pk=value_id)
+    action = request.POST.get("action", "")
+    text = request.POST.get("value")
+    version = request.POST.get("version", "")
+    if action not in ROW_ACTIONS:
+        return bad_request(f"action: {action!r} is not one of {', '.join(sorted(ROW_ACTIONS))}")
+    if not version.isdigit():
+        return bad_request("version: the form must send the version of the value it shows")
+    try:
+        do_review(value.pk, int(version), action, request.user, text=text)
+    except ReviewConflict as exc:
+        if not request.htmx:
+            messages.error(request, str(exc))
+            return redirect_back(request)
+        return _row_response(
+            request, fresh_row(value.pk, outcome="conflict", message=str(exc), attempted=text or ""), CONFLICT
+        )
+    except ReviewError as exc:
+        if not request.htmx:
+            messages.error(request, str(exc))
+            return redirect_back(request)
+        return _row_response(
+            request, fresh_row(value.pk, outcome="error", message=str(exc), attempted=text or ""), 400
+        )
+    if not request.htmx:
+        return redirect_back(request)
+    return _row_response(request, fresh_row(value.pk))
+
+
+def _trigger(response, text: str, focus: int | None = None):
+    response["HX-Trigger"] = json.dumps({"review-message": {"text": text}})
+    if focus is not None:
+        # After settling, so the row it names is the one just swapped in.
+        response["HX-Trigger-After-Settle"] = json.dumps({"review-focus": {"id": focus}})
+    return response
+
+
+@require_POST
+@reviewers_only
+def undo(request):
+    try:
+        value, event = do_undo(request.user)
+    except NothingToUndo as exc:
+        text, status = str(exc), 200
+    except ReviewConflict as exc:
+        text, status = f"Cannot undo: {exc}", CONFLICT
+    else:
+        text = f"Undone: {value.attribute.name} of {value.product.sku} is {event.new_value!r} ({value.get_review_status_display().lower()}) again."
+        if not request.htmx:
+            messages.success(request, text)
+            return redirect_back(request)
+        response = _row_response(request, fresh_row(value.pk))
+        response["HX-Retarget"] = f"#value-{value.pk}"
+        response["HX-Reswap"] = "outerHTML"
+        return _trigger(response, text, focus=value.pk)
+    if not request.htmx:
+        messages.error(request, text)
+        return redirect_back(request)
+    response = render(request, "review/_empty.html", status=200 if status == 200 else CONFLICT)
+    response["HX-Reswap"] = "none"
+    return _trigger(response, text)
+
+
+@require_GET
+@reviewers_only
+def row(request, value_id: int):
+    get_object_or_404(ExtractedValue, pk=value_id)
+    return _row_response(request, fresh_row(value_id))
+
+
+@require_GET
+@reviewers_only
+def history(request, value_id: int):
+    value = get_object_or_404(
+        ExtractedValue.objects.select_related("product", "attribute", "run", "reviewed_by"), pk=value_id
+    )
+    events = value.events.select_related("actor", "run")
+    return render(
+        request,
+        "review/history.html",
+        {"value": value, "row": make_row(value), "shown": shown_value(value), "events": events},
+    )

@@ -1,0 +1,126 @@
+"""A reviewer goes through ten values with the keyboard only, then exports what they approved."""
+
+import csv
+import io
+
+import pytest
+
+from extraction.models import ExtractedValue
+from review.models import ValueEvent
+from tests.support.browser import chromium_page, sign_in
+from tests.support.factories import make_scenario
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_a_reviewer_reviews_ten_values_by_keyboard_and_exports_them(live_server, bob, password, tmp_path):
+    scene = make_scenario(products=6)  # 12 values, one page
+    order = list(ExtractedValue.objects.filter(run=scene.run).order_by("confidence", "id"))
+    with chromium_page() as page:
+        sign_in(page, live_server.url, "bob", password)
+        page.goto(f"{live_server.url}/review/queue/?run={scene.run.pk}")
+
+        def active_is(value):
+            page.wait_for_selector(f"#value-{value.pk}.active")
+
+        def press(key, then_status=None, value=None):
+            page.keyboard.press(key)
+            if then_status:
+                page.wait_for_selector(f"#value-{value.pk}.status-{then_status}")
+
+        active_is(order[0])
+        assert page.inner_text("#doc-panel mark") == order[0].value  # the span, highlighted beside
+        press("a", "accepted", order[0])
+        active_is(order[1])
+        press("e")
+        page.keyboard.type("Nike Air")
+        press("Enter", "corrected", order[1])
+        active_is(order[2])
+        press("n", "corrected", order[2])
+        press("r", "rejected", order[3])
+        press("a", "accepted", order[4])
+        active_is(order[5])
+        press("u", "pending", order[4])  # undo puts the last change back and returns to that value
+        active_is(order[4])
+        press("k")
+        active_is(order[3])
+        press("j")
+        press("a", "accepted", order[4])
+        for value in order[5:10]:
+            active_is(value)
+            press("a", "accepted", value)
+        # The edit box took Escape without saving anything.
+        active_is(order[10])
+        press("e")
+        page.keyboard.type("discard me")
+        press("Escape")
+        assert page.locator(f"#value-{order[10].pk} .edit-box").is_hidden()
+
+        with page.expect_download() as download_info:
+            page.keyboard.press("x")
+        path = tmp_path / "export.csv"
+        download_info.value.save_as(path)
+
+    statuses = dict(ExtractedValue.objects.filter(run=scene.run).values_list("pk", "review_status"))
+    assert [statuses[v.pk] for v in order] == (
+        ["accepted", "corrected", "corrected", "rejected"] + ["accepted"] * 6 + ["pending", "pending"]
+    )
+    assert ExtractedValue.objects.get(pk=order[1].pk).reviewed_value == "Nike Air"
+    assert ExtractedValue.objects.get(pk=order[2].pk).reviewed_value == "n/a"
+    assert ValueEvent.objects.filter(actor=bob, action="undo").count() == 1
+    rows = list(csv.reader(io.StringIO(path.read_text())))
+    header, body = rows[0], rows[1:]
+    assert header[:4] == ["catalog", "sku", "title", "category"]
+    exported = {cell for row in body for cell in row[4:] if cell}
+    assert {"Nike Air", "n/a"} <= exported
+    assert order[3].value not in exported  # rejected values are not exported
+    approved = [v for v in order[:10] if statuses[v.pk] in ("accepted", "corrected")]
+    assert len(approved) == 9
+    assert sum(1 for row in body for cell in row[4:] if cell) == 9
+
+
+def test_filters_refresh_the_queue_in_place_and_follow_the_run(live_server, bob, password):
+    shoes = make_scenario(products=3, attributes=("Brand", "Color"))
+    coffee = make_scenario(products=2, category="Coffee", attributes=("Roast",))
+    rows = "document.querySelectorAll('#value-list .vrow').length"
+    with chromium_page() as page:
+        sign_in(page, live_server.url, "bob", password)
+        page.goto(f"{live_server.url}/review/queue/?run={shoes.run.pk}")
+        page.select_option("#f-attribute", "Color")
+        page.wait_for_function(f"{rows} === 3")
+        assert "attribute=Color" in page.url  # the filter is in the address, to share or reload
+        page.select_option("#f-attribute", "")
+        page.wait_for_function(f"{rows} === 6")
+        page.select_option("#f-run", str(coffee.run.pk))
+        page.wait_for_function(f"{rows} === 2")
+        # The other run's attributes replace the choices; the first row is ready for the keys.
+        assert page.eval_on_selector_all("#f-attribute option", "els => els.map(e => e.value)") == [
+            "",
+            "Roast",
+        ]
+        assert "active" in page.get_attribute("#value-list .vrow", "class")
+
+
+def test_a_conflict_shows_the_current_value_in_the_row_and_a_second_try_works(
+    live_server, bob, alice, password
+):
+    from review.actions import do_review
+
+    scene = make_scenario(products=2)
+    first = ExtractedValue.objects.filter(run=scene.run).order_by("confidence", "id").first()
+    with chromium_page() as page:
+        sign_in(page, live_server.url, "bob", password)
+        page.goto(f"{live_server.url}/review/queue/?run={scene.run.pk}")
+        page.wait_for_selector(f"#value-{first.pk}.active")
+        do_review(first.pk, 0, "correct", alice, text="Changed by Alice")  # while bob looks at it
+        page.keyboard.press("a")
+        message = page.wait_for_selector(f"#value-{first.pk} .row-message.conflict")
+        assert (
+            "alice changed this value" in message.inner_text() and "Changed by Alice" in message.inner_text()
+        )
+        page.wait_for_selector(f"#value-{first.pk}.active")  # still on it, nothing moved on
+        page.keyboard.press("Escape")
+        page.keyboard.press("a")
+        page.wait_for_selector(f"#value-{first.pk}.status-accepted")
+    first.refresh_from_db()
+    assert (first.review_status, first.reviewed_by, first.version) == ("accepted", bob, 2)

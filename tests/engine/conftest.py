@@ -1,0 +1,68 @@
+"""Tiny random models and a small tokenizer built in code (no downloads), plus the per-value
+reference decode of HPD.md: greedy over [prefix + doc + keys 0..n] with the same position ids and a
+plain causal mask."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from extraction.engine import layout, masks, modeling
+
+torch.set_num_threads(1)  # tiny models: threads only add contention on a shared 2-core machine
+
+FAMILIES = ["llama", "qwen2", "qwen3", "mistral", "phi3", "gpt_neox"]
+TEXTS = [
+    "Diesel Men's Exposure High-Top Sneaker",
+    "organic green tea 100 count, 2 pack",
+    "Fender guitar strings 10-46 nickel",
+    "Vitamin D3 1000 IU softgels",
+]
+ATTRS = [
+    layout.AttributeSpec("Brand", max_tokens=5),
+    layout.AttributeSpec("Color", "the main colour", 3),
+    layout.AttributeSpec("Size", max_tokens=6),
+]
+TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "initializer_range": 0.2}
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    return modeling.build_tokenizer(TEXTS)
+
+
+def tiny_model(family: str, tokenizer, attn: str = "sdpa", **kw):
+    size = dict(TINY, **kw)
+    if family == "gpt_neox":
+        size.pop("num_key_value_heads")
+    return modeling.random_model(family, tokenizer, attn=attn, seed=0, **size)
+
+
+def with_terminator(schema: layout.SchemaPrompt, term: int) -> layout.SchemaPrompt:
+    return layout.SchemaPrompt(schema.attributes, schema.prefix_ids, schema.key_ids, schema.end_ids, term)
+
+
+@torch.no_grad()
+def reference_decode(model, schema: layout.SchemaPrompt, doc: list[int], n: int) -> tuple[list[int], bool]:
+    """Plain greedy decode of value n alone -> (value ids, truncated)."""
+    sub = layout.SchemaPrompt(schema.attributes[: n + 1], schema.prefix_ids, schema.key_ids[: n + 1],
+                              schema.end_ids, schema.terminator)
+    lay = layout.build_hpd_layout(sub, [doc])
+    ids, pos = torch.tensor([lay.input_ids]), torch.tensor([lay.position_ids])
+    T = ids.shape[1]
+    cache = modeling.new_cache()
+    hidden = modeling.forward_hidden(model, ids, pos, masks.causal_mask(1, T, T, model.dtype, "cpu"), cache)
+    tok, _ = modeling.greedy(modeling.logprobs(model, hidden[:, -1]))
+    start, gap, out = lay.slot_start[0][n], schema.attributes[n].max_tokens, []
+    for k in range(gap + 1):
+        if int(tok) == schema.terminator:
+            return out, False
+        if k == gap:
+            return out, True
+        out.append(int(tok))
+        T += 1
+        hidden = modeling.forward_hidden(model, tok.view(1, 1), torch.tensor([[start + k]]),
+                                         masks.causal_mask(1, 1, T, model.dtype, "cpu"), cache)
+        tok, _ = modeling.greedy(modeling.logprobs(model, hidden[:, -1]))
+    raise AssertionError("unreachable")

@@ -1,0 +1,105 @@
+"""The Extractor contract and the evaluate CLI on a tiny model saved to a directory."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from extraction.__main__ import main
+from extraction.engine.api import AttributeSpec, BatchStats, Document, Extractor, ValueResult, default_model_dir
+
+from .conftest import TEXTS, tiny_model
+
+DOCS = [Document("sku-long", TEXTS[1] + " extra words for length"), Document("sku-a", TEXTS[0]),
+        Document("sku-b", TEXTS[2]), Document("sku-c", TEXTS[3])]
+SPECS = [AttributeSpec("Brand", max_tokens=4), AttributeSpec("Color", "main colour", 3)]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tokenizer):
+    path = tmp_path_factory.mktemp("tiny-llama")
+    tiny_model("llama", tokenizer).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def extractor(model_dir):
+    return Extractor(model_dir)
+
+
+def texts(results):
+    return [{k: v.text for k, v in r.items()} for r in results]
+
+
+def test_it_loads_a_model_dir_with_name_and_revision(extractor, model_dir):
+    assert extractor.model_name == model_dir.name
+    assert re.fullmatch(r"[0-9a-f]{12}", extractor.model_revision)
+    assert extractor.random_standin is False
+
+
+def test_it_extracts_every_attribute_of_every_document_in_order(extractor):
+    results, stats = extractor.extract(DOCS, SPECS)
+    assert len(results) == len(DOCS) and isinstance(stats, BatchStats)
+    for r in results:
+        assert set(r) == {"Brand", "Color"}
+        for v in r.values():
+            assert isinstance(v, ValueResult) and 0.0 <= v.confidence <= 1.0 and v.text
+            assert 1 <= v.steps <= 5
+    assert stats.forward_steps >= 2 and stats.tokens_decoded > 0 and stats.seconds > 0
+    # result i belongs to docs[i]: the same document alone gives the same values
+    alone, _ = extractor.extract([DOCS[2]], SPECS, stack=1)
+    assert texts(alone)[0] == texts(results)[2]
+
+
+def test_forced_layouts_and_fork_agree(extractor):
+    base = texts(extractor.extract(DOCS, SPECS, stack=1, rows=1)[0])
+    assert texts(extractor.extract(DOCS, SPECS, stack=4, rows=1)[0]) == base
+    assert texts(extractor.extract(DOCS, SPECS, stack=2, rows=2)[0]) == base
+    assert texts(extractor.extract(DOCS, SPECS, decoder="fork", batch=3)[0]) == base
+
+
+def test_ar_and_prompt_lookup_return_a_value_per_attribute(extractor):
+    for decoder in ("ar", "pld"):
+        results, stats = extractor.extract(DOCS[:2], SPECS, decoder=decoder, batch=2)
+        assert [set(r) for r in results] == [{"Brand", "Color"}] * 2
+        assert stats.forward_steps > 0
+
+
+def test_unknown_decoder_and_missing_dir_are_clear_errors(extractor, tmp_path):
+    with pytest.raises(ValueError, match="decoder"):
+        extractor.extract(DOCS, SPECS, decoder="beam")
+    with pytest.raises(FileNotFoundError):
+        Extractor(tmp_path / "nothing")
+
+
+def test_default_model_dir_reads_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("SLOTWISE_MODEL_DIR", str(tmp_path))
+    assert default_model_dir() == tmp_path
+    monkeypatch.delenv("SLOTWISE_MODEL_DIR")
+    assert default_model_dir().parts[-2:] == ("models", "slotwise-ave")
+
+
+def test_evaluate_cli_writes_the_json_layout(model_dir, tmp_path, capsys):
+    rows = [
+        {"input": TEXTS[0], "category": "Shoes", "target_scores": {"Brand": {"Diesel": 1}, "Color": {"n/a": 1}}},
+        {"input": TEXTS[2], "category": "Music", "target_scores": {"Brand": {"Fender": 1}}},
+        {"id": 7, "category": "Music", "input_title": "Yamaha strings", "input_description": "steel",
+         "target_scores": {"Brand": {"Yamaha": {"pid": [0], "score": 1}}, "Gauge": {"n/a": 1}}},
+    ]
+    data = tmp_path / "mini.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows))
+    out = tmp_path / "out.json"
+    code = main(["evaluate", "--data", str(data), "--model", str(model_dir), "--batch", "2", "--stack", "2",
+                 "--max-tokens", "3", "--json", str(out)])
+    assert code == 0
+    res = json.loads(out.read_text())
+    assert res["products"] == 3 and set(res["decoders"]) == {"ar", "pld", "fork", "hpd"}
+    keys = {"f1", "precision", "recall", "products_per_second", "seconds", "forward_steps", "tokens_per_step",
+            "peak_memory_mb"}
+    for d in res["decoders"].values():
+        assert keys <= set(d)
+    printed = capsys.readouterr().out
+    assert "best settings" in printed and "hpd" in printed

@@ -1,0 +1,140 @@
+"""HPD output equals, token for token, the per-value reference decode (float32, greedy), for six
+model families with sdpa and eager; stacked equals unstacked; negative controls fail."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+
+from extraction.engine import hpd, layout, masks
+
+from .conftest import ATTRS, FAMILIES, TEXTS, reference_decode, tiny_model, with_terminator
+
+
+def run_hpd(model, schema, docs, stack: int, rows: int) -> list[list[hpd.SlotValue]]:
+    """-> values[d][n] in document order."""
+    pc = hpd.prefill_prefix(model, schema.prefix_ids, "cpu")
+    decoded = hpd.decode(model, schema, pc, hpd.hpd_rows(docs, len(schema.attributes), stack), rows, 0,
+                         hpd.Counters())
+    out = []
+    for r in decoded:
+        for j in sorted({j for j, _ in r}):
+            out.append([r[(j, n)] for n in range(len(schema.attributes))])
+    return out
+
+
+def frequent_terminator(model, schema, docs) -> int:
+    """A token the random model emits inside some values and not others: used as terminator so
+    that some values end early and some fill their gap (both paths are exercised)."""
+    vals = [v.ids for row in run_hpd(model, schema, docs, 1, 8) for v in row]
+    counts = Counter(t for ids in vals for t in ids[1:])
+    for tok, _ in counts.most_common():
+        if 0 < sum(tok in ids for ids in vals) < len(vals):
+            return tok
+    return counts.most_common(1)[0][0]
+
+
+_SETUPS: dict = {}
+
+
+def setup(family, attn, tokenizer):
+    """Tiny model, schema with a frequent terminator, 3 documents (cached per family and attention)."""
+    if (family, attn) not in _SETUPS:
+        model = tiny_model(family, tokenizer, attn)
+        schema = layout.schema_prompt(tokenizer, ATTRS)
+        docs = [layout.doc_ids(tokenizer, t) for t in TEXTS[:3]]
+        _SETUPS[family, attn] = model, with_terminator(schema, frequent_terminator(model, schema, docs)), docs
+    return _SETUPS[family, attn]
+
+
+def mismatches(model, schema, docs, values) -> list[tuple[int, int]]:
+    bad = []
+    for d, doc in enumerate(docs):
+        for n in range(len(schema.attributes)):
+            ref, trunc = reference_decode(model, schema, doc, n)
+            if (values[d][n].ids, values[d][n].truncated) != (ref, trunc):
+                bad.append((d, n))
+    return bad
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_it_matches_the_per_value_reference(family, attn, tokenizer):
+    model, schema, docs = setup(family, attn, tokenizer)
+    values = run_hpd(model, schema, docs, stack=2, rows=2)
+    assert mismatches(model, schema, docs, values) == []
+    flat = [v for row in values for v in row]
+    assert any(v.truncated for v in flat) and any(not v.truncated for v in flat)  # both paths ran
+    for row in values:
+        for v, a in zip(row, schema.attributes, strict=True):
+            assert len(v.ids) <= a.max_tokens
+            assert v.steps == len(v.ids) + 1  # one forward per value token, one for the terminator check
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_it_gives_the_same_values_stacked_and_unstacked(attn, tokenizer):
+    model, schema, docs = setup("llama", attn, tokenizer)
+    ids = lambda vals: [[(v.ids, v.truncated) for v in row] for row in vals]  # noqa: E731
+    one = ids(run_hpd(model, schema, docs, stack=1, rows=1))
+    assert ids(run_hpd(model, schema, docs, stack=3, rows=1)) == one
+    assert ids(run_hpd(model, schema, docs, stack=2, rows=2)) == one
+    assert ids(run_hpd(model, schema, docs, stack=1, rows=3)) == one
+
+
+def test_forward_steps_are_the_longest_value_plus_one(tokenizer):
+    model, schema, docs = setup("llama", "sdpa", tokenizer)
+    pc = hpd.prefill_prefix(model, schema.prefix_ids, "cpu")
+    counters = hpd.Counters()
+    decoded = hpd.decode(model, schema, pc, hpd.hpd_rows(docs, 3, 3), 1, 0, counters)
+    longest = max(len(v.ids) for v in decoded[0].values())
+    assert counters.forward_steps == longest + 1
+
+
+def test_fork_rows_decode_the_same_values(tokenizer):
+    model, schema, docs = setup("qwen3", "sdpa", tokenizer)
+    pc = hpd.prefill_prefix(model, schema.prefix_ids, "cpu")
+    forked = hpd.decode(model, schema, pc, hpd.fork_rows(docs, 3), 5, 0, hpd.Counters())
+    values = run_hpd(model, schema, docs, stack=2, rows=2)
+    for r, row in enumerate(forked):
+        d, n = divmod(r, 3)
+        assert row[(0, n)].ids == values[d][n].ids
+
+
+# ---------------------------------------------------------------------------------- negative controls
+
+
+def leaky_values_step_mask(base, gen_slot, q_slot, q_valid):
+    """Wrong on purpose: every generated entry of the row is visible to every value."""
+    rows = torch.gather(base, 1, q_slot[:, :, None].expand(-1, -1, base.shape[-1]))
+    gen = torch.zeros((*q_slot.shape, gen_slot.shape[1]), dtype=base.dtype)
+    gen.masked_fill_((gen_slot < 0)[:, None, :].expand_as(gen), torch.finfo(base.dtype).min)
+    return torch.cat([rows, gen], dim=-1)[:, None]
+
+
+def leaky_docs_allowed(q_pos, q_doc, q_slot, kv_pos, kv_doc, kv_slot):
+    """Wrong on purpose: documents see each other (padding stays hidden)."""
+    pos_ok = kv_pos[:, None, :] <= q_pos[:, :, None]
+    doc_ok = (kv_doc[:, None, :] != layout.PAD) | (kv_doc[:, None, :] == q_doc[:, :, None])
+    slot_ok = (kv_slot[:, None, :] == layout.PROMPT_SLOT) | (kv_slot[:, None, :] == q_slot[:, :, None])
+    return pos_ok & doc_ok & slot_ok
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_negative_control_values_that_see_each_other_fail(attn, tokenizer, monkeypatch):
+    model, schema, docs = setup("llama", attn, tokenizer)
+    monkeypatch.setattr(masks, "step_mask", leaky_values_step_mask)
+    values = run_hpd(model, schema, docs, stack=1, rows=3)
+    assert mismatches(model, schema, docs, values) != []
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_negative_control_documents_that_see_each_other_fail(attn, tokenizer, monkeypatch):
+    model, schema, docs = setup("llama", attn, tokenizer)
+    honest = run_hpd(model, schema, docs, stack=3, rows=1)
+    monkeypatch.setattr(masks, "allowed", leaky_docs_allowed)
+    leaky = run_hpd(model, schema, docs, stack=3, rows=1)
+    monkeypatch.undo()
+    assert mismatches(model, schema, docs, honest) == []
+    assert mismatches(model, schema, docs, leaky) != []

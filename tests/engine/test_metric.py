@@ -1,0 +1,54 @@
+"""The AVE metric against hand-computed cases (shared/data/ave/README.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from extraction.engine.metric import Counts, Report, evaluate, outcome
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "kind"),
+    [
+        ("Diesel", ["Diesel"], "VC"),
+        ("  Diesel ", ["Diesel"], "VC"),  # trimmed
+        ("Men's", ["Men", "Men's"], "VC"),  # any accepted form
+        ("diesel", ["Diesel"], "VW"),  # exact match, case matters
+        ("Diesel", ["n/a"], "NV"),
+        ("n/a", ["Diesel"], "VN"),
+        (None, ["Diesel"], "VN"),
+        ("", ["Diesel"], "VN"),
+        ("n/a", ["n/a"], "NN"),
+        ("N/A", ["n/a"], "NN"),
+    ],
+)
+def test_it_classifies_each_pair(pred, gold, kind):
+    assert outcome(pred, gold) == kind
+
+
+def test_it_computes_micro_precision_recall_f1_by_hand():
+    pairs = [
+        ("Shoes", "Brand", "Diesel", ["Diesel"]),  # VC
+        ("Shoes", "Brand", "Nike", ["Adidas"]),  # VW
+        ("Shoes", "Color", "Red", ["n/a"]),  # NV
+        ("Coffee", "Brand", "n/a", ["Lavazza"]),  # VN
+        ("Coffee", "Roast", "n/a", ["n/a"]),  # NN
+        ("Coffee", "Roast", "Dark", ["Dark", "dark roast"]),  # VC
+    ]
+    r = evaluate(pairs)
+    m = r.micro
+    assert (m.VC, m.VW, m.NV, m.VN, m.NN) == (2, 1, 1, 1, 1)
+    assert m.precision == pytest.approx(2 / 4)  # VC / (NV + VC + VW)
+    assert m.recall == pytest.approx(2 / 4)  # VC / (VN + VC + VW)
+    assert m.f1 == pytest.approx(0.5)
+    shoes = r.per_category["Shoes"]
+    assert shoes.precision == pytest.approx(1 / 3) and shoes.recall == pytest.approx(1 / 2)
+    assert shoes.f1 == pytest.approx(2 * (1 / 3) * (1 / 2) / (1 / 3 + 1 / 2))
+    assert r.per_attribute["Roast"].f1 == pytest.approx(1.0)
+    assert r.per_attribute["Brand"].to_dict()["VN"] == 1
+    assert set(r.to_dict()) == {"micro", "per_attribute", "per_category"}
+
+
+def test_empty_counts_are_zero_not_errors():
+    assert (Counts().precision, Counts().recall, Counts().f1) == (0.0, 0.0, 0.0)
+    assert Report().to_dict()["micro"]["f1"] == 0.0

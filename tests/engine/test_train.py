@@ -1,0 +1,280 @@
+"""Training: the HPD training forward is exactly prefill + teacher-forced HPD decode steps; the AR
+part is exactly a plain causal forward; the training command runs end to end on a tiny config."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+
+import pytest
+import torch
+
+from extraction.engine import augment, hpd, masks
+from extraction.engine.layout import (
+    AttributeSpec,
+    ar_target,
+    build_ar_prompt,
+    doc_ids,
+    schema_prompt,
+    value_ids,
+)
+from extraction.engine.modeling import expand_cache, forward_hidden, logprobs
+from extraction.engine.tokenizer_train import build_tokenizer
+from extraction.engine.train import (
+    Example,
+    add_train_parser,
+    build_row,
+    collate,
+    new_model,
+    run_train,
+    training_logits,
+)
+
+DOCS = [
+    "Ellie Shoes Women's 8400, Red Patent, 14 M US",
+    "Crocs Women's Jayna Ballet Flat, Nautical Navy, 4 M US",
+    "Timberland Men's Radler Trail Camper Oxford, Lime, 15 M US",
+    "Finn Comfort Women's Adana sandal in brown leather",
+]
+GOLD = [
+    {"Brand": "Ellie Shoes", "Color": "Red Patent", "Size": "14 M US"},
+    {"Brand": "Crocs", "Color": "Nautical Navy", "Size": None},  # Size not judged: no value, no loss
+    {"Brand": "Timberland", "Color": "Lime", "Size": "15 M US"},
+    {"Brand": "Finn Comfort", "Color": "brown", "Size": "n/a"},
+]
+NAMES = ["Brand", "Color", "Size"]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    texts = DOCS + [v for g in GOLD for v in g.values() if v] + NAMES + ["Extract the value n/a JSON Product"]
+    return build_tokenizer(texts, vocab_size=300)
+
+
+def tiny_model(tokenizer, attn: str = "sdpa"):
+    model = new_model(tokenizer, "tiny", seed=3)
+    model.config._attn_implementation = attn
+    return model.float().eval()
+
+
+def examples():
+    return [Example(d, "Shoes", dict(g)) for d, g in zip(DOCS, GOLD, strict=True)]
+
+
+def teacher_forced_hpd(model, schema, docs: list[list[int]], values: list[list[list[int] | None]]):
+    """Reference: the engine's HPD prefill, then decode steps that feed the gold tokens instead of
+    the argmax. -> {(j, n): [log-probs predicting value token 1, 2, ..., terminator]}."""
+    device = torch.device("cpu")
+    n_attr = len(schema.attributes)
+    slots = [[n for n in range(n_attr) if values[j][n] is not None] for j in range(len(docs))]
+    row = [hpd.RowDoc(d, n_attr, slots[j]) for j, d in enumerate(docs)]
+    rows = hpd.build_rows(schema, [row], pad_id=0, device=device)
+    prefix = hpd.prefill_prefix(model, schema.prefix_ids, device)
+    P = len(schema.prefix_ids)
+    B = 1
+    kv_pos = torch.cat([torch.arange(P)[None], rows.position_ids], 1)
+    kv_doc = torch.cat([torch.full((B, P), -1), rows.doc_ids], 1)
+    cache = expand_cache(prefix, B)
+    mask = masks.prefill_mask(rows.position_ids, rows.doc_ids, kv_pos, kv_doc, model.dtype)
+    hidden = forward_hidden(model, rows.input_ids, rows.position_ids, mask, cache)
+    at_keys = torch.gather(hidden, 1, rows.slot_index[:, :, None].expand(-1, -1, hidden.shape[-1]))
+    first = logprobs(model, at_keys)[0]  # [S, V]
+    owner = rows.owner[0]
+    targets = [values[j][n] for j, n in owner]  # value ids + terminator
+    out = {o: [first[s]] for s, o in enumerate(owner)}
+    base = masks.slot_prompt_mask(rows.slot_start - 1, rows.slot_doc, kv_pos, kv_doc, model.dtype)
+    gen_slot = torch.empty((B, 0), dtype=torch.long)
+    step = 0
+    while True:
+        open_slots = [s for s, t in enumerate(targets) if len(t) - 1 > step]  # slots with a token to feed
+        if not open_slots:
+            break
+        order = torch.tensor([open_slots])
+        ids = torch.tensor([[targets[s][step] for s in open_slots]])
+        pos = rows.slot_start[0, order[0]][None] + step
+        gen_slot = torch.cat([gen_slot, order], 1)
+        mask = masks.step_mask(base, gen_slot, order, torch.ones_like(order, dtype=torch.bool))
+        hidden = forward_hidden(model, ids, pos, mask, cache)
+        lp = logprobs(model, hidden)[0]
+        for q, s in enumerate(open_slots):
+            out[owner[s]].append(lp[q])
+        step += 1
+    return out
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_training_forward_equals_prefill_plus_teacher_forced_hpd_steps(tokenizer, attn):
+    torch.manual_seed(0)
+    model = tiny_model(tokenizer, attn)
+    specs = [AttributeSpec("Brand", max_tokens=14), AttributeSpec("Color", max_tokens=12),
+             AttributeSpec("Size", max_tokens=16)]
+    exs = examples()
+    hpd_exs, ar_exs = exs[:3], exs[3:]
+    row = build_row(tokenizer, specs, hpd_exs, ar_exs)
+    batch = collate([row], tokenizer.pad_token_id)
+    with torch.no_grad():
+        logits, labels = training_logits(model, batch, only_labeled=False)
+    train_lp = torch.log_softmax(logits, -1)  # [T, V]
+
+    schema = schema_prompt(tokenizer, specs)
+    docs = [doc_ids(tokenizer, ex.text) for ex in hpd_exs]
+    values = [[None if ex.gold[s.name] is None else value_ids(tokenizer, ex.gold[s.name], schema.terminator)
+               for s in specs] for ex in hpd_exs]
+    with torch.no_grad():
+        ref = teacher_forced_hpd(model, schema, docs, values)
+
+    # training indices: the last key token of each slot, then the appended value tokens in order
+    doc_t, slot_t = batch["doc_ids"][0].tolist(), batch["slot_ids"][0].tolist()
+    layout_key_end = {}
+    from extraction.engine.layout import build_hpd_layout
+
+    lay = build_hpd_layout(schema, docs)
+    for j in range(len(docs)):
+        for n in range(len(specs)):
+            layout_key_end[(j, n)] = lay.key_end[j][n]
+    appended: dict[tuple[int, int], list[int]] = {}
+    for t, (d, s) in enumerate(zip(doc_t, slot_t, strict=True)):
+        if s >= 0:
+            appended.setdefault((d, s), []).append(t)
+    checked = 0
+    for (j, n), ref_lps in ref.items():
+        idx = [layout_key_end[(j, n)], *appended[(j, n)]]
+        assert len(idx) == len(ref_lps) == len(values[j][n])
+        for k, (t, r) in enumerate(zip(idx, ref_lps, strict=True)):
+            assert int(labels[t]) == values[j][n][k]  # the label is the gold token (terminator last)
+            torch.testing.assert_close(train_lp[t], r, atol=1e-5, rtol=1e-5)
+            checked += 1
+    assert checked == int((labels[: len(doc_t)] != -100).sum()) - ar_label_count(row)
+    # an unjudged attribute has no tokens and no loss
+    assert (1, 2) not in appended and (1, 2) not in ref
+
+
+def ar_label_count(row) -> int:
+    n_hpd_docs = row.n_hpd
+    return sum(1 for d, lab in zip(row.doc_ids, row.labels, strict=True) if d >= n_hpd_docs and lab != -100)
+
+
+def test_ar_part_equals_plain_causal_forward(tokenizer):
+    model = tiny_model(tokenizer)
+    specs = [AttributeSpec(n, max_tokens=16) for n in NAMES]
+    ex = examples()[0]
+    row = build_row(tokenizer, specs, [examples()[2]], [ex])
+    batch = collate([row], tokenizer.pad_token_id)
+    with torch.no_grad():
+        logits, labels = training_logits(model, batch, only_labeled=False)
+    schema = schema_prompt(tokenizer, specs)
+    prompt = build_ar_prompt(schema, doc_ids(tokenizer, ex.text))
+    target = ar_target(tokenizer, schema, [ex.gold[n] for n in NAMES])
+    seq = torch.tensor([prompt + target])
+    with torch.no_grad():
+        ref = model(input_ids=seq).logits[0].float()
+    ar_idx = [t for t, d in enumerate(row.doc_ids) if d == 1]  # the AR document (after 1 HPD doc)
+    P = len(schema.prefix_ids)
+    assert len(ar_idx) == len(seq[0]) - P
+    torch.testing.assert_close(logits[ar_idx], ref[P:], atol=1e-4, rtol=1e-4)
+    lab = labels[ar_idx].tolist()
+    assert lab[len(prompt) - P - 1:-1] == target and lab[-1] == -100
+
+
+def test_negative_control_values_that_see_each_other_break_the_match(tokenizer):
+    model = tiny_model(tokenizer)
+    specs = [AttributeSpec(n, max_tokens=16) for n in NAMES]
+    row = build_row(tokenizer, specs, examples()[:2], [])
+    good = collate([row], tokenizer.pad_token_id)
+    bad = {k: v.clone() for k, v in good.items()}
+    bad["slot_ids"][bad["slot_ids"] >= 0] = 0  # every value in one slot: values see each other
+    leaky = {k: v.clone() for k, v in good.items()}
+    leaky["doc_ids"][leaky["doc_ids"] >= 0] = 0  # documents see each other
+    with torch.no_grad():
+        ref, _ = training_logits(model, good)
+        for broken in (bad, leaky):
+            out, _ = training_logits(model, broken)
+            assert not torch.allclose(out, ref, atol=1e-4)
+
+
+def test_tokenizer_copies_spans_with_the_same_ids(tokenizer):
+    title = "Ellie Shoes Women's 8400, Red Patent, 14 M US"
+    full = tokenizer.encode(title, add_special_tokens=False)
+    for span in ["Ellie Shoes", "Women's", "8400", "Red Patent", "14 M US", "Shoes Women"]:
+        ids = tokenizer.encode(span, add_special_tokens=False)
+        assert any(full[i: i + len(ids)] == ids for i in range(len(full))), span
+    assert tokenizer.decode(full) == title
+    assert tokenizer.eos_token_id is not None and tokenizer.bos_token_id is not None
+
+
+def test_copy_augmentation_keeps_gold_verbatim():
+    records = [
+        {"input": "Ellie Shoes Women's 8400, Red Patent, 14 M US", "category": "Shoes",
+         "target_scores": {"Brand": {"Ellie Shoes": 1}, "Color": {"Red Patent": 1}, "Size": {"14 M US": 1}}},
+        {"input": "Crocs Women's Jayna Ballet Flat, Nautical Navy, 4 M US", "category": "Shoes",
+         "target_scores": {"Brand": {"Crocs": 1}, "Color": {"Nautical Navy": 1}, "Size": {"n/a": 1}}},
+    ]
+    pools = augment.value_pools(records)
+    rng = random.Random(0)
+    cfg = augment.AugmentConfig(p_product=1.0, p_attribute=1.0, p_mutate=0.5)
+    changed = 0
+    for _ in range(20):
+        for record in records:
+            out = augment.augment_record(record, pools, rng, cfg)
+            for forms in out["target_scores"].values():
+                value = augment.first_form(forms)
+                assert value is None or value in out["input"]
+            changed += out["input"] != record["input"]
+    assert changed > 10
+    assert records[0]["input"] == "Ellie Shoes Women's 8400, Red Patent, 14 M US"  # never mutated in place
+    m = augment.mutate("YA24a", random.Random(1))
+    assert m != "YA24a" and len(m) == 5 and m[2:4].isdigit()
+
+
+def write_toy_data(root):
+    oa = root / "toy-oa"
+    oa.mkdir()
+    recs = [{"input": d, "category": "Shoes",
+             "target_scores": {k: {v: 1} for k, v in g.items() if v is not None}} for d, g in zip(DOCS, GOLD, strict=True)]
+    (oa / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs * 3))
+    (oa / "dev.jsonl").write_text(json.dumps(recs[0]) + "\n")
+    wdc = root / "toy-wdc"
+    wdc.mkdir()
+    wrecs = [{"id": i, "cluster_id": i, "category": "Shoes", "input_title": d, "input_description": "Great shoes.",
+              "target_scores": {k: ({"n/a": 1} if v in (None, "n/a") else {v: {"pid": [0], "score": 1}})
+                                for k, v in g.items()}}
+             for i, (d, g) in enumerate(zip(DOCS * 3, GOLD * 3, strict=True))]
+    (wdc / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in wrecs))
+    return [str(oa), str(wdc)]
+
+
+def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
+    parser = argparse.ArgumentParser()
+    add_train_parser(parser.add_subparsers(dest="cmd"))
+    out = tmp_path / "model"
+    args = parser.parse_args(["train", "--data", *write_toy_data(tmp_path), "--out", str(out), "--size", "tiny",
+                              "--steps", "3", "--vocab-size", "300", "--batch-tokens", "600", "--row-tokens", "300",
+                              "--splits-dir", str(tmp_path / "splits"), "--seed", "1", "--threads", "1"])
+    assert run_train(args) == 0
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "training.json"):
+        assert (out / name).is_file(), name
+    assert (tmp_path / "splits" / "toy-wdc-dev.jsonl").is_file()
+    meta = json.loads((out / "training.json").read_text())
+    assert meta["steps"] == 3 and meta["train"]["seed"] == 1
+
+    from extraction.engine.api import Document, Extractor
+
+    ex = Extractor(out)
+    res, _ = ex.extract([Document("a", DOCS[0])], [AttributeSpec(n, max_tokens=4) for n in NAMES], stack=1, rows=1)
+    assert set(res[0]) == set(NAMES)
+
+
+def test_training_is_seeded(tmp_path):
+    parser = argparse.ArgumentParser()
+    add_train_parser(parser.add_subparsers(dest="cmd"))
+    data = write_toy_data(tmp_path)
+    losses = []
+    for run in ("a", "b"):
+        args = parser.parse_args(["train", "--data", *data, "--out", str(tmp_path / run), "--size", "tiny",
+                                  "--steps", "2", "--vocab-size", "300", "--batch-tokens", "600",
+                                  "--row-tokens", "300", "--splits-dir", str(tmp_path / "splits"),
+                                  "--log-every", "1", "--threads", "1"])
+        run_train(args)
+        losses.append(json.loads((tmp_path / run / "training.json").read_text())["history"])
+    assert losses[0] == [{**h, "minutes": losses[0][i]["minutes"]} for i, h in enumerate(losses[1])]

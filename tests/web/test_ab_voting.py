@@ -1,0 +1,152 @@
+"""Voting: one vote per rater per item, N raters per item, progress, roles."""
+
+import pytest
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+
+from evaluation.models import Assignment, Vote
+from evaluation.voting import VoteError, do_cast_vote, next_item, progress_of
+from tests.support.ab_factories import make_campaign, make_two_runs
+from tests.support.personas import make_persona
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def campaign(db):
+    return make_campaign(make_two_runs(n_products=6), raters_per_item=2)
+
+
+def test_the_database_allows_one_vote_per_rater_per_item(campaign, carol):
+    item = campaign.items.first()
+    Vote.objects.create(item=item, rater=carol, choice=Vote.Choice.A)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Vote.objects.create(item=item, rater=carol, choice=Vote.Choice.B)
+    assert list(Vote.objects.values_list("choice", flat=True)) == ["a"]
+
+
+def test_a_second_vote_on_the_same_item_is_refused_and_changes_nothing(client_for, campaign, carol):
+    client = client_for(carol)
+    item = next_item(campaign, carol)
+    url = reverse("evaluation:vote", args=[campaign.pk])
+    client.post(url, {"item": item.token, "choice": "a"}, **HTMX)
+    response = client.post(url, {"item": item.token, "choice": "b", "comment": "changed my mind"}, **HTMX)
+    assert "you have already voted on that item" in response.content.decode()
+    vote = Vote.objects.get(item=item, rater=carol)
+    assert (vote.choice, vote.comment) == ("a", "")
+
+
+def test_it_hands_each_item_to_n_raters_and_no_more(campaign, carol, dave):
+    erin = make_persona("erin", "rater")
+    for rater in (carol, dave):
+        while (item := next_item(campaign, rater)) is not None:
+            do_cast_vote(campaign, rater, item.token, "tie")
+    assert Vote.objects.count() == 6 * 2
+    assert next_item(campaign, erin) is None
+    assert progress_of(campaign, erin).left == 0
+    with pytest.raises(VoteError, match="already has all its votes"):
+        do_cast_vote(campaign, erin, campaign.items.first().token, "a")
+
+
+def test_the_same_item_comes_back_until_the_rater_votes(campaign, carol, dave):
+    first = next_item(campaign, carol)
+    assert next_item(campaign, carol) == first  # a reload does not skip the item
+    other = next_item(campaign, dave)
+    assert other == first  # items others started are finished first
+    do_cast_vote(campaign, carol, first.token, "b", "B has the right size")
+    assert next_item(campaign, carol) != first
+    assert Assignment.objects.get(item=first, rater=carol).completed_at is not None
+
+
+def test_the_rater_sees_their_own_progress(client_for, campaign, carol):
+    client = client_for(carol)
+    page = client.get(reverse("evaluation:rate", args=[campaign.pk])).content.decode()
+    assert "0 judged · 6 to go" in page
+    item = next_item(campaign, carol)
+    response = client.post(
+        reverse("evaluation:vote", args=[campaign.pk]), {"item": item.token, "choice": "a"}, **HTMX
+    )
+    body = response.content.decode()
+    assert "1 judged · 5 to go" in body and "Vote saved." in body
+    assert 'id="vote-panel"' in body and "<html" not in body  # an htmx partial, not a page
+    listing = client.get(reverse("evaluation:my_campaigns")).content.decode()
+    assert "1 judged · 5 to go" in listing
+
+
+def test_it_says_what_is_wrong_with_a_bad_vote(client_for, campaign, carol):
+    client = client_for(carol)
+    item = next_item(campaign, carol)
+    url = reverse("evaluation:vote", args=[campaign.pk])
+    assert (
+        "choose A better, B better, tie or both bad"
+        in client.post(url, {"item": item.token, "choice": "x"}, **HTMX).content.decode()
+    )
+    assert (
+        "not part of this campaign"
+        in client.post(url, {"item": "nope", "choice": "a"}, **HTMX).content.decode()
+    )
+    long = client.post(
+        url, {"item": item.token, "choice": "a", "comment": "x" * 2001}, **HTMX
+    ).content.decode()
+    assert "the limit is 2000" in long
+    assert not Vote.objects.exists()
+
+
+def test_only_chosen_raters_may_vote(client_for, carol, dave):
+    campaign = make_campaign(make_two_runs(n_products=3), raters=[carol], raters_per_item=1)
+    assert client_for(dave).get(reverse("evaluation:rate", args=[campaign.pk])).status_code == 403
+    assert "Shoe check" not in client_for(dave).get(reverse("evaluation:my_campaigns")).content.decode()
+    assert client_for(carol).get(reverse("evaluation:rate", args=[campaign.pk])).status_code == 200
+
+
+def test_a_closed_campaign_takes_no_votes(client_for, campaign, alice, carol):
+    item = next_item(campaign, carol)
+    client_for(alice).post(reverse("evaluation:campaign_status", args=[campaign.pk]), {"status": "closed"})
+    response = client_for(carol).post(
+        reverse("evaluation:vote", args=[campaign.pk]), {"item": item.token, "choice": "a"}
+    )
+    assert response.status_code == 403
+    assert not Vote.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "allowed"),
+    [
+        ("my_campaigns", {"alice", "carol"}),
+        ("rate", {"carol"}),
+        ("results", {"alice"}),
+        ("export_votes", {"alice"}),
+        ("campaign_new", {"alice"}),
+        ("system_import", {"alice"}),
+    ],
+)
+def test_every_page_checks_login_and_role(client, client_for, campaign, alice, bob, carol, name, allowed):
+    args = [] if name in ("my_campaigns", "campaign_new", "system_import") else [campaign.pk]
+    url = reverse(f"evaluation:{name}", args=args)
+    assert client.get(url).status_code == 302  # anonymous: to the login page
+    for user in (alice, bob, carol):
+        status = client_for(user).get(url).status_code
+        assert (status == 200) == (user.username in allowed), (user.username, status)
+        client.logout()
+    assert client_for(bob).post(reverse("evaluation:vote", args=[campaign.pk]), {}).status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_raters_working_at_once_never_share_a_one_rater_item():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    campaign = make_campaign(make_two_runs(n_products=8), raters_per_item=1)
+    raters = [make_persona(f"rater{n}", "rater") for n in range(8)]
+
+    def take(rater):
+        try:
+            return next_item(campaign, rater).pk
+        finally:
+            connection.close()  # each thread has its own connection
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        taken = list(pool.map(take, raters))
+    assert len(set(taken)) == 8
+    assert Assignment.objects.count() == 8

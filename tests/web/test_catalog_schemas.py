@@ -1,0 +1,159 @@
+"""Schemas: categories, ordered attributes, versions, JSON export/import, the htmx editor."""
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from catalog.models import Category, SchemaVersion
+from catalog.schemas import AttributeData, StaleSchema, current_attributes, do_add_attribute
+from tests.support.catalog import make_category
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def names(category) -> list[str]:
+    return [a.name for a in current_attributes(Category.objects.get(pk=category.pk).current_schema)]
+
+
+def test_it_creates_a_category_with_an_empty_first_version(client_for, alice):
+    response = client_for(alice).post(reverse("catalog:category_create"), {"name": "TV", "description": "Screens"})
+    category = Category.objects.get(name="TV")
+    assert response["Location"] == reverse("catalog:schema", args=[category.pk])
+    assert category.current_schema.version == 1
+    assert names(category) == []
+
+
+def test_it_refuses_a_duplicate_category_name(client_for, alice):
+    make_category("TV")
+    response = client_for(alice).post(reverse("catalog:category_create"), {"name": "tv"})
+    assert response.status_code == 400
+    assert "a category named &#x27;tv&#x27; already exists" in response.content.decode()
+    assert Category.objects.count() == 1
+
+
+def test_it_adds_an_attribute_as_a_new_version_without_a_full_page(client_for, alice):
+    category = make_category("TV", AttributeData("Brand"))
+    response = client_for(alice).post(
+        reverse("catalog:attribute_add", args=[category.pk]),
+        {"base_version": 1, "name": "Screen size", "kind": "number", "unit": "in", "max_tokens": 4,
+         "description": "Diagonal", "required": "on"},
+        **HTMX,
+    )  # fmt: skip
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="schema-editor"')  # a partial, not a page
+    assert "<html" not in body
+    assert "Saved as v2: Added Screen size" in body
+    assert names(category) == ["Brand", "Screen size"]
+    size = category.current_schema.attributes.get(name="Screen size")
+    assert (size.kind, size.unit, size.max_tokens, size.required) == ("number", "in", 4, True)
+    assert [a.name for a in SchemaVersion.objects.get(category=category, version=1).attributes.all()] == ["Brand"]
+
+
+def test_it_edits_reorders_and_deletes_keeping_every_old_version(client_for, alice):
+    category = make_category("TV", AttributeData("Brand"), AttributeData("Color"), AttributeData("Size"))
+    client = client_for(alice)
+    client.post(
+        reverse("catalog:attribute_edit", args=[category.pk, 1]),
+        {"base_version": 1, "edit-name": "Colour", "edit-kind": "enum", "edit-allowed_values": "black, silver",
+         "edit-max_tokens": 3},
+        **HTMX,
+    )  # fmt: skip
+    client.post(reverse("catalog:attribute_move", args=[category.pk, 2]), {"base_version": 2, "direction": "up"}, **HTMX)
+    client.post(reverse("catalog:attribute_delete", args=[category.pk, 0]), {"base_version": 3}, **HTMX)
+    assert names(category) == ["Size", "Colour"]
+    colour = category.current_schema.attributes.get(name="Colour")
+    assert colour.allowed_values == ["black", "silver"]
+    notes = list(category.schema_versions.order_by("version").values_list("note", flat=True))
+    assert notes == ["Imported from JSON", "Edited Colour (was Color)", "Moved Size up", "Deleted Brand"]
+    old = client.get(reverse("catalog:schema_version", args=[category.pk, 1])).content.decode()
+    assert "Brand" in old and "Color" in old and "read-only" in old
+
+
+def test_it_shows_the_inline_edit_form_as_a_table_row(client_for, alice):
+    category = make_category("TV", AttributeData("Brand", "The maker"))
+    response = client_for(alice).get(reverse("catalog:attribute_edit", args=[category.pk, 0]), **HTMX)
+    body = response.content.decode()
+    assert body.lstrip().startswith('<tr id="attribute-0"')
+    assert 'value="Brand"' in body and 'value="The maker"' in body
+
+
+def test_it_rejects_a_change_made_on_an_old_version(client_for, alice):
+    category = make_category("TV", AttributeData("Brand"))
+    do_add_attribute(category, 1, AttributeData("Color"), alice)
+    response = client_for(alice).post(
+        reverse("catalog:attribute_delete", args=[category.pk, 0]), {"base_version": 1}, **HTMX
+    )
+    assert "you saw v1, it is now v2" in response.content.decode()
+    assert names(category) == ["Brand", "Color"]
+    with pytest.raises(StaleSchema):
+        do_add_attribute(category, 1, AttributeData("Size"), alice)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"name": "Color", "kind": "enum", "allowed_values": "", "max_tokens": 4}, "An enumeration needs at least one allowed value."),
+        ({"name": "Size", "kind": "text", "max_tokens": 500}, "Ensure this value is less than or equal to 64."),
+        ({"name": "brand", "kind": "text", "max_tokens": 4}, "an attribute named &#x27;brand&#x27; already exists"),
+    ],
+)  # fmt: skip
+def test_it_explains_a_bad_attribute_and_keeps_the_version(client_for, alice, data, message):
+    category = make_category("TV", AttributeData("Brand"))
+    response = client_for(alice).post(reverse("catalog:attribute_add", args=[category.pk]), {"base_version": 1, **data}, **HTMX)
+    assert message in response.content.decode()
+    assert category.schema_versions.count() == 1
+
+
+def test_it_exports_and_imports_a_schema_as_json(client_for, alice):
+    category = make_category("TV", AttributeData("Brand", "Maker", max_tokens=6), AttributeData("Size", kind="number", unit="in"))
+    client = client_for(alice)
+    exported = json.loads(client.get(reverse("catalog:schema_export", args=[category.pk])).content)
+    assert exported["category"] == "TV"
+    assert [a["name"] for a in exported["attributes"]] == ["Brand", "Size"]
+    assert exported["attributes"][1]["unit"] == "in"
+    exported["category"] = "Monitor"
+    upload = SimpleUploadedFile("monitor.json", json.dumps(exported).encode())
+    response = client.post(reverse("catalog:schema_import"), {"file": upload})
+    monitor = Category.objects.get(name="Monitor")
+    assert response["Location"] == reverse("catalog:schema", args=[monitor.pk])
+    assert names(monitor) == ["Brand", "Size"]
+    again = SimpleUploadedFile("monitor.json", json.dumps(exported).encode())
+    client.post(reverse("catalog:schema_import"), {"file": again})
+    assert monitor.schema_versions.count() == 1  # the same schema twice writes nothing
+
+
+def test_it_exports_an_old_version_on_request(client_for, alice):
+    category = make_category("TV", AttributeData("Brand"))
+    do_add_attribute(category, 1, AttributeData("Color"), alice)
+    response = client_for(alice).get(reverse("catalog:schema_export", args=[category.pk]) + "?version=1")
+    assert [a["name"] for a in json.loads(response.content)["attributes"]] == ["Brand"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"{not json", "The schema file is not valid JSON: Expecting property name enclosed in double quotes at line 1, column 2."),
+        (b'{"category": "TV", "attributes": [{"name": "Size", "kind": "colour"}]}',
+         "attributes[0]: kind &#x27;colour&#x27; is not one of text, number, enum, boolean"),
+        (b'{"category": "TV", "attributes": [{"name": "A"}, {"name": "B", "max_tokens": 0}]}',
+         "attributes[1]: token budget must be a whole number from 1 to 64"),
+        (b'{"attributes": []}', "&#x27;category&#x27; must be a non-empty string"),
+        (b'{"category": "TV", "attributes": [{"name": "A", "colour": 1}]}', "attributes[0]: unknown field(s) colour"),
+    ],
+)  # fmt: skip
+def test_it_explains_a_bad_schema_file_and_stores_nothing(client_for, alice, content, message):
+    response = client_for(alice).post(reverse("catalog:schema_import"), {"file": SimpleUploadedFile("s.json", content)})
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert Category.objects.count() == 0
+
+
+def test_it_lets_reviewers_read_schemas_but_not_change_them(client_for, bob):
+    category = make_category("TV", AttributeData("Brand"))
+    client = client_for(bob)
+    assert client.get(reverse("catalog:schema", args=[category.pk])).status_code == 200
+    response = client.post(reverse("catalog:attribute_delete", args=[category.pk, 0]), {"base_version": 1})
+    assert response.status_code == 403
+    assert names(category) == ["Brand"]

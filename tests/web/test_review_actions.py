@@ -1,0 +1,178 @@
+"""Single-value review actions: accept, correct, reject, n/a, undo, history, gold, conflicts."""
+
+import pytest
+from django.urls import reverse
+
+from extraction.models import ExtractedValue
+from review.actions import ReviewConflict, do_review
+from review.models import GoldValue, ValueEvent
+from tests.support.factories import make_scenario
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def scene():
+    return make_scenario(products=3)
+
+
+def post_action(client, value, action, text=None, version=None, htmx=True):
+    data = {"action": action, "version": value.version if version is None else version}
+    if text is not None:
+        data["value"] = text
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    return client.post(reverse("review:review_value", args=[value.pk]), data, **headers)
+
+
+def test_it_accepts_a_value_and_makes_it_gold(client_for, bob, scene):
+    value = scene.values[0]
+    response = post_action(client_for(bob), value, "accept")
+    assert response.status_code == 200
+    value.refresh_from_db()
+    assert (value.review_status, value.reviewed_value, value.reviewed_by, value.version) == (
+        "accepted",
+        value.value,
+        bob,
+        1,
+    )
+    gold = GoldValue.objects.get(
+        product=value.product, attribute_name=value.attribute.name, schema=scene.schema
+    )
+    assert gold.value == value.value and gold.source == value
+    assert 'data-outcome="ok"' in response.content.decode()
+
+
+def test_it_corrects_a_value_and_keeps_the_model_value(client_for, bob, scene):
+    value = scene.values[1]
+    post_action(client_for(bob), value, "correct", text="  Nike  ")
+    value.refresh_from_db()
+    assert (value.review_status, value.reviewed_value, value.value) == ("corrected", "Nike", "color0")
+    assert GoldValue.objects.get(source=value).value == "Nike"
+    event = ValueEvent.objects.get(value=value)
+    assert (event.actor, event.action, event.old_value, event.new_value, event.run) == (
+        bob,
+        "correct",
+        "color0",
+        "Nike",
+        scene.run,
+    )
+
+
+def test_it_rejects_a_value_and_takes_its_gold_back(client_for, alice, scene):
+    value = scene.values[0]
+    client = client_for(alice)
+    post_action(client, value, "accept")
+    value.refresh_from_db()
+    post_action(client, value, "reject")
+    value.refresh_from_db()
+    assert value.review_status == "rejected"
+    assert not GoldValue.objects.filter(product=value.product).exists()
+
+
+def test_it_sets_na(client_for, bob, scene):
+    value = scene.values[2]
+    post_action(client_for(bob), value, "set_na")
+    value.refresh_from_db()
+    assert (value.review_status, value.reviewed_value) == ("corrected", "n/a")
+    assert GoldValue.objects.get(source=value).value == "n/a"
+
+
+def test_it_refuses_an_empty_correction_and_changes_nothing(client_for, bob, scene):
+    value = scene.values[0]
+    response = post_action(client_for(bob), value, "correct", text="   ")
+    assert response.status_code == 400
+    assert "type the correct value" in response.content.decode()
+    value.refresh_from_db()
+    assert (value.review_status, value.version) == ("pending", 0)
+    assert not ValueEvent.objects.exists()
+
+
+def test_it_refuses_an_unknown_action(client_for, bob, scene):
+    response = post_action(client_for(bob), scene.values[0], "delete")
+    assert response.status_code == 400
+    assert "not one of" in response.content.decode()
+
+
+def test_it_undoes_the_last_change_and_then_the_one_before(client_for, bob, scene):
+    client = client_for(bob)
+    first, second = scene.values[0], scene.values[1]
+    post_action(client, first, "accept")
+    post_action(client, second, "correct", text="Blue")
+    response = client.post(reverse("review:undo"), HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert response["HX-Retarget"] == f"#value-{second.pk}"
+    second.refresh_from_db()
+    assert (second.review_status, second.reviewed_value) == ("pending", "")
+    assert not GoldValue.objects.filter(source=second).exists()
+    client.post(reverse("review:undo"), HTTP_HX_REQUEST="true")
+    first.refresh_from_db()
+    assert first.review_status == "pending"
+    assert list(first.events.values_list("action", "undone")) == [("undo", False), ("accept", True)]
+    response = client.post(reverse("review:undo"), HTTP_HX_REQUEST="true")
+    assert "nothing to undo" in response["HX-Trigger"]
+
+
+def test_it_refuses_to_undo_over_someone_elses_later_change(client_for, bob, alice, scene):
+    value = scene.values[0]
+    do_review(value.pk, 0, "accept", bob)
+    do_review(value.pk, 1, "correct", alice, text="Puma")
+    response = client_for(bob).post(reverse("review:undo"), HTTP_HX_REQUEST="true")
+    assert response.status_code == 409
+    assert "Cannot undo" in response["HX-Trigger"]
+    value.refresh_from_db()
+    assert value.reviewed_value == "Puma"
+
+
+def test_the_second_of_two_concurrent_edits_gets_a_conflict_with_the_current_value(
+    client_for, bob, alice, scene
+):
+    value = scene.values[0]
+    seen = value.version
+    post_action(client_for(alice), value, "correct", text="Adidas", version=seen)
+    response = post_action(client_for(bob), value, "correct", text="Reebok", version=seen)
+    assert response.status_code == 409
+    body = response.content.decode()
+    assert "alice changed this value" in body and "Adidas" in body  # the current value, and who
+    assert 'value="Reebok"' in body  # bob's input is kept in the edit box: nothing lost
+    assert 'data-outcome="conflict"' in body
+    value.refresh_from_db()
+    assert (value.reviewed_value, value.reviewed_by, value.version) == ("Adidas", alice, 1)
+    assert ValueEvent.objects.filter(value=value).count() == 1
+
+
+def test_the_conflict_is_raised_by_the_service_too(bob, alice, scene):
+    value = scene.values[0]
+    do_review(value.pk, 0, "accept", alice)
+    with pytest.raises(ReviewConflict) as caught:
+        do_review(value.pk, 0, "reject", bob)
+    assert caught.value.current.review_status == "accepted"
+    assert ExtractedValue.objects.get(pk=value.pk).review_status == "accepted"
+
+
+def test_history_shows_who_when_old_new_and_run(client_for, bob, alice, scene):
+    value = scene.values[0]
+    do_review(value.pk, 0, "accept", bob)
+    do_review(value.pk, 1, "correct", alice, text="Asics")
+    page = client_for(bob).get(reverse("review:history", args=[value.pk])).content.decode()
+    body = page[page.index('id="history"') :]
+    assert body.index("alice") < body.index("bob")  # newest first
+    assert "Corrected" in body and "Accepted" in body and "Asics" in body and f"#{scene.run.pk}" in body
+
+
+def test_without_htmx_an_action_redirects_back_to_the_queue(client_for, bob, scene):
+    response = post_action(client_for(bob), scene.values[0], "accept", htmx=False)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("review:queue")
+
+
+def test_taking_back_an_approval_restores_the_catalogs_known_value_as_gold(client_for, bob, scene):
+    from review.ave import do_seed_gold_from_known_values
+
+    value = scene.values[0]  # Brand of product 0
+    type(value.product).objects.filter(pk=value.product.pk).update(known_values={"Brand": "Known Brand"})
+    do_seed_gold_from_known_values(type(value.product).objects.filter(pk=value.product.pk))
+    do_review(value.pk, 0, "correct", bob, text="Reviewed Brand")
+    assert GoldValue.objects.get(product=value.product, attribute_name="Brand").value == "Reviewed Brand"
+    client_for(bob).post(reverse("review:undo"), HTTP_HX_REQUEST="true")
+    gold = GoldValue.objects.get(product=value.product, attribute_name="Brand")
+    assert (gold.value, gold.source) == ("Known Brand", None)

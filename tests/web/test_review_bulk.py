@@ -1,0 +1,104 @@
+"""Bulk accept and reject over everything a filter matches, inline and in the background."""
+
+import pytest
+from django.test import override_settings
+from django.urls import reverse
+
+from review.actions import do_review
+from review.bulk import do_create_bulk_action, run_bulk_action
+from review.filters import QueueFilter
+from review.models import BulkAction, GoldValue, ValueEvent
+from tests.support.factories import make_scenario
+from tests.support.workers import start_worker, stop_worker, wait_until
+
+
+@override_settings(REVIEW_PAGE_SIZE=5)
+@pytest.mark.django_db
+def test_bulk_accept_covers_every_page_of_the_filter_and_keeps_corrections(client_for, bob, alice):
+    scene = make_scenario(products=12)  # 12 Brand values: more than two pages of 5
+    brand = [v for v in scene.values if v.attribute.name == "Brand"]
+    do_review(brand[0].pk, 0, "correct", alice, text="Hand-fixed")
+    client = client_for(bob)
+    page = client.get(reverse("review:queue"), {"run": scene.run.pk, "attribute": "Brand"}).content.decode()
+    assert "1–5 of 12" in page and "Accept all 11" in page
+    response = client.post(
+        reverse("review:bulk"), {"run": scene.run.pk, "attribute": "Brand", "action": "accept"}
+    )
+    assert response.status_code == 302
+    assert "attribute=Brand" in response["Location"]
+    statuses = dict(scene.run.values.filter(attribute__name="Brand").values_list("pk", "review_status"))
+    assert statuses.pop(brand[0].pk) == "corrected"  # a human correction is never overwritten
+    assert set(statuses.values()) == {"accepted"}
+    assert set(scene.run.values.filter(attribute__name="Color").values_list("review_status", flat=True)) == {
+        "pending"
+    }
+    assert ValueEvent.objects.filter(action="bulk_accept", actor=bob).count() == 11
+    assert GoldValue.objects.filter(attribute_name="Brand").count() == 12
+    assert GoldValue.objects.get(source=brand[0]).value == "Hand-fixed"
+
+
+@override_settings(REVIEW_BULK_CHUNK=4)
+@pytest.mark.django_db
+def test_bulk_reject_works_in_chunks_and_leaves_values_changed_meanwhile(bob, alice):
+    scene = make_scenario(products=10)
+    job = do_create_bulk_action(QueueFilter(run=scene.run.pk), "reject", bob)
+    assert job.total == 20
+    # A value corrected after the job was made is left alone: corrections are never overwritten.
+    do_review(scene.values[3].pk, 0, "correct", alice, text="Kept")
+    job = run_bulk_action(job.pk)
+    assert (job.status, job.done, job.total, job.changed, job.percent) == ("done", 19, 19, 19, 100)
+    assert scene.run.values.filter(review_status="rejected").count() == 19
+    assert scene.run.values.get(pk=scene.values[3].pk).reviewed_value == "Kept"
+
+
+def test_it_refuses_a_bad_bulk_request(client_for, bob, db):
+    scene = make_scenario(products=1)
+    client = client_for(bob)
+    response = client.post(reverse("review:bulk"), {"run": scene.run.pk, "action": "delete"})
+    assert response.status_code == 400 and "action" in response.content.decode()
+    response = client.post(
+        reverse("review:bulk"), {"run": scene.run.pk, "status": "nope", "action": "accept"}
+    )
+    assert response.status_code == 400 and "status" in response.content.decode()
+    assert not BulkAction.objects.exists()
+
+
+@override_settings(REVIEW_BULK_INLINE_LIMIT=10)
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_large_bulk_action_runs_on_a_celery_worker_with_progress(client_for, bob, tmp_path):
+    scene = make_scenario(products=30)  # 60 values, above the inline limit of 10
+    worker = start_worker(queues="light", name="review-bulk", log_path=tmp_path / "worker.log")
+    try:
+        client = client_for(bob)
+        response = client.post(reverse("review:bulk"), {"run": scene.run.pk, "action": "accept"})
+        job = BulkAction.objects.get()
+        assert response["Location"] == reverse("review:bulk_status", args=[job.pk])
+        wait_until(
+            lambda: BulkAction.objects.get(pk=job.pk).status == "done", timeout=90, what="the bulk job"
+        )
+        page = client.get(response["Location"]).content.decode()
+        assert "60 of 60" in page and "Back to the queue" in page
+        assert scene.run.values.filter(review_status="accepted").count() == 60
+    finally:
+        stop_worker(worker)
+
+
+@pytest.mark.django_db
+def test_bulk_accept_on_the_linked_run_keeps_a_corrected_gold(bob, alice):
+    from extraction.models import Run
+    from tests.support.factories import link_runs, make_run, make_values
+
+    scene = make_scenario(products=2, attributes=("Brand",))
+    ar = make_run(scene.products, scene.schema, decoder=Run.Decoder.AR)
+    make_values(ar, {(p, scene.attributes["Brand"]): ("AR says", 0.5) for p in scene.products})
+    link_runs(scene.run, ar)
+    do_review(scene.values[0].pk, 0, "correct", alice, text="Fixed by hand")
+    run_bulk_action(do_create_bulk_action(QueueFilter(run=ar.pk), "accept", bob).pk)
+    golds = dict(GoldValue.objects.values_list("product_id", "value"))
+    assert golds == {scene.products[0].pk: "Fixed by hand", scene.products[1].pk: "AR says"}
+    # Rejecting the AR values in bulk hands product 1's gold back (nobody else approved it: gone).
+    run_bulk_action(do_create_bulk_action(QueueFilter(run=ar.pk), "reject", bob).pk)
+    assert dict(GoldValue.objects.values_list("product_id", "value")) == {
+        scene.products[0].pk: "Fixed by hand"
+    }

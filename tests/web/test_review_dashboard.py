@@ -1,0 +1,126 @@
+"""The quality dashboard: F1 vs gold from the engine's metric, HPD and AR side by side, speed, cost."""
+
+import re
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from catalog.models import Catalog
+from extraction.engine import data as ave
+from extraction.engine.metric import Report
+from extraction.models import Run
+from review.actions import do_review
+from review.ave import do_seed_gold_from_known_values
+from review.models import GoldValue
+from tests.support.factories import link_runs, make_run, make_scenario, make_values
+
+pytestmark = pytest.mark.django_db
+
+
+def dashboard_f1(body: str, run: Run) -> float:
+    return float(re.search(rf'data-run="{run.pk}" data-f1="([0-9.]+)"', body).group(1))
+
+
+def predict(product, attribute, i):
+    """A deterministic mix of right, wrong and missing answers (every outcome of the metric)."""
+    known = product.known_values.get(attribute.name)
+    if known:
+        return [known, "something else", "n/a", f"  {known} "][i % 4]
+    return ["n/a", "invented"][i % 2]
+
+
+def test_dashboard_f1_equals_the_engine_metric_over_the_exported_ave_gold(client_for, bob, tmp_path):
+    """With the demo catalog after a run, the dashboard's F1 is what `python -m extraction evaluate`
+    computes on the same products and gold: the gold goes out through `export_gold` as AVE JSON
+    lines, is read back by the engine's own loader (extraction.engine.data.load_jsonl, what
+    evaluate reads), and scored by evaluate's loop over metric.Report. evaluate decodes its own
+    predictions and takes none from a file, so the run's predictions stand in for its decoder."""
+    call_command("load_demo_catalog")
+    catalog = Catalog.objects.get(name="OA-Mine demo")
+    products = list(catalog.products.select_related("category").order_by("sku"))
+    assert len(products) >= 300
+    hpd = make_run(products, decoder=Run.Decoder.HPD)
+    values = {}
+    for i, product in enumerate(products):
+        for j, attribute in enumerate(product.category.current_schema.attributes.all()):
+            values[(product, attribute)] = (predict(product, attribute, i + j), 0.5)
+    make_values(hpd, values)
+    assert do_seed_gold_from_known_values(catalog.products.all()) > 300
+
+    body = client_for(bob).get(reverse("review:dashboard"), {"run": hpd.pk}).content.decode()
+    shown = dashboard_f1(body, hpd)
+
+    out = tmp_path / "gold.jsonl"
+    call_command("export_gold", out=str(out), catalog=catalog.name)
+    gold_products = ave.load_jsonl(out)
+    predictions = {f"{catalog.name}/{p.sku}": {} for p in products}
+    for (product, attribute), (text, _) in values.items():
+        predictions[f"{catalog.name}/{product.sku}"][attribute.name] = text
+    report = Report()  # the loop of extraction.engine.evaluate.run_once
+    for p in gold_products:
+        for attr, gold in p.gold.items():
+            report.add(p.category, attr, predictions[p.key].get(attr), gold)
+
+    assert report.micro.pairs == GoldValue.objects.count()
+    assert 0.2 < report.micro.f1 < 0.9  # a mix, not a degenerate 0 or 1
+    assert shown == pytest.approx(report.micro.f1, abs=1e-6)
+    per_category = re.search(r'id="per-category".*?</table>', body, re.S).group(0)
+    for category, counts in report.per_category.items():
+        assert f"<td>{category}</td><td>{counts.f1:.3f}</td>" in per_category
+
+
+def test_it_shows_hpd_and_ar_side_by_side_with_per_attribute_f1(client_for, bob):
+    scene = make_scenario(products=4, attributes=("Brand",))
+    ar = make_run(scene.products, scene.schema, decoder=Run.Decoder.AR)
+    brand = scene.attributes["Brand"]
+    make_values(ar, {(p, brand): ("wrong", 0.9) for p in scene.products})
+    link_runs(scene.run, ar)
+    for v in scene.values:
+        do_review(v.pk, 0, "accept", bob)  # the HPD values are right: gold
+    body = client_for(bob).get(reverse("review:dashboard"), {"run": ar.pk}).content.decode()
+    assert dashboard_f1(body, scene.run) == 1.0 and dashboard_f1(body, ar) == 0.0
+    assert body.index("HPD (hyper-parallel) · run") < body.index("AR (autoregressive JSON) · run")
+    assert "Micro F1 per attribute" in body and "<svg" in body  # the chart, inline
+
+
+def test_it_computes_speed_and_cost_at_the_price_given(client_for, bob):
+    scene = make_scenario(products=2)
+    Run.objects.filter(pk=scene.run.pk).update(
+        done=100, engine_seconds=20.0, forward_steps=500, tokens_decoded=2000
+    )
+    client = client_for(bob)
+    body = client.get(reverse("review:dashboard"), {"run": scene.run.pk, "price": "3.60"}).content.decode()
+    assert '<td class="speed">5.00</td>' in body  # 100 products / 20 s
+    assert "<td>5.00</td>" in body and "<td>4.00</td>" in body  # steps per product, tokens per step
+    # 1,000 products take 200 s = 1/18 h; at $3.60/h that is $0.20.
+    assert '<td class="cost">$0.2000</td>' in body
+    response = client.get(reverse("review:dashboard"), {"run": scene.run.pk, "price": "cheap"})
+    assert response.status_code == 400 and "price" in response.content.decode()
+
+
+def test_gold_export_writes_the_ave_format(bob, tmp_path):
+    scene = make_scenario(products=2)
+    do_review(scene.values[0].pk, 0, "accept", bob)
+    do_review(scene.values[1].pk, 0, "set_na", bob)
+    out = tmp_path / "gold.jsonl"
+    call_command("export_gold", out=str(out))
+    [product] = ave.load_jsonl(out)
+    assert product.category == "Shoes" and product.text == "Item 0 brand0 color0"
+    assert product.gold == {"Brand": ["brand0"], "Color": ["n/a"]}
+    assert ave.schemas([product]) == {"Shoes": ["Brand", "Color"]}
+
+
+def test_exported_gold_is_a_data_set_folder_the_training_command_reads(bob, tmp_path):
+    """`python -m extraction train --data DIR` reads DIR/train.jsonl through splits.load_split."""
+    from extraction.engine.splits import load_split
+
+    scene = make_scenario(products=5)
+    for v in scene.values:
+        do_review(v.pk, 0, "accept", bob)
+    folder = tmp_path / "reviewed"
+    folder.mkdir()
+    call_command("export_gold", out=str(folder / "train.jsonl"))
+    split = load_split(folder, splits_dir=tmp_path / "splits")
+    assert len(split.train) + len(split.dev) == 5
+    assert all(r["target_scores"].keys() == {"Brand", "Color"} for r in split.train + split.dev)

@@ -1,0 +1,122 @@
+"""Exports of approved values: CSV and JSON, wide and long, formulas neutralized, large in background."""
+
+import csv
+import io
+import json
+
+import pytest
+from django.test import override_settings
+from django.urls import reverse
+
+from review.actions import do_review
+from review.models import ExportJob
+from tests.support.factories import make_scenario
+from tests.support.workers import start_worker, stop_worker, wait_until
+
+
+def approve_all(scene, user):
+    for v in scene.values:
+        do_review(v.pk, 0, "accept", user)
+
+
+def export(client, scene, fmt, shape, **extra):
+    return client.post(
+        reverse("review:export"), {"run": scene.run.pk, "format": fmt, "shape": shape, **extra}
+    )
+
+
+@pytest.mark.django_db
+def test_it_exports_only_approved_values_as_long_csv(client_for, bob):
+    scene = make_scenario(products=3)
+    do_review(scene.values[0].pk, 0, "accept", bob)
+    do_review(scene.values[1].pk, 0, "correct", bob, text="Crimson")
+    do_review(scene.values[2].pk, 0, "reject", bob)
+    response = export(client_for(bob), scene, "csv", "long")
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="approved-values-long.csv"'
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert [(r["sku"], r["attribute"], r["value"], r["status"]) for r in rows] == [
+        ("S0000", "Brand", "brand0", "accepted"),
+        ("S0000", "Color", "Crimson", "corrected"),
+    ]
+    assert rows[1]["model_value"] == "color0" and rows[1]["reviewed_by"] == "bob"
+
+
+@pytest.mark.django_db
+def test_it_exports_wide_csv_and_json_in_both_shapes(client_for, bob):
+    scene = make_scenario(products=2)
+    approve_all(scene, bob)
+    client = client_for(bob)
+    wide = list(csv.reader(io.StringIO(export(client, scene, "csv", "wide").content.decode())))
+    assert wide[0] == ["catalog", "sku", "title", "category", "Brand", "Color"]
+    assert wide[1][1:] == ["S0000", "Item 0 brand0 color0", "Shoes", "brand0", "color0"]
+    assert len(wide) == 3
+    data = json.loads(export(client, scene, "json", "wide").content)
+    assert data[1]["sku"] == "S0001" and data[1]["values"] == {"Brand": "brand1", "Color": "color1"}
+    data = json.loads(export(client, scene, "json", "long").content)
+    assert len(data) == 4 and {d["attribute"] for d in data} == {"Brand", "Color"}
+
+
+@pytest.mark.django_db
+def test_cells_a_spreadsheet_would_read_as_formulas_are_neutralized(client_for, bob):
+    dangerous = ['=HYPERLINK("http://evil")', "+1+1", "-2", "@SUM(A1)", "\tTab", "\rCR"]
+    scene = make_scenario(
+        products=len(dangerous), attributes=("Brand",), value_of=lambda i, n: (f"v{i}", 0.5)
+    )
+    for v, text in zip(scene.values, dangerous, strict=True):
+        do_review(v.pk, 0, "correct", bob, text=text)
+    # Leading tab/CR are trimmed by the correction itself; the title carries them to the export too.
+    scene.products[0].__class__.objects.filter(pk=scene.products[0].pk).update(title="=cmd|' /C calc'!A0")
+    scene.values[4].__class__.objects.filter(pk=scene.values[4].pk).update(
+        value="\t=1+2"
+    )  # the model's own text
+    for shape in ("long", "wide"):
+        body = export(client_for(bob), scene, "csv", shape).content.decode()
+        cells = [c for row in csv.reader(io.StringIO(body)) for c in row]
+        assert (
+            '\'=HYPERLINK("http://evil")' in cells
+            and "'+1+1" in cells
+            and "'-2" in cells
+            and "'@SUM(A1)" in cells
+        )
+        assert "'=cmd|' /C calc'!A0" in cells
+        assert shape == "wide" or "'\t=1+2" in cells
+        assert not any(c.startswith(("=", "+", "-", "@", "\t", "\r")) for c in cells), shape
+
+
+@pytest.mark.django_db
+def test_it_refuses_an_unknown_format(client_for, bob):
+    scene = make_scenario(products=1)
+    response = export(client_for(bob), scene, "xlsx", "long")
+    assert response.status_code == 400 and "format" in response.content.decode()
+    assert not ExportJob.objects.exists()
+
+
+@override_settings(REVIEW_EXPORT_INLINE_LIMIT=5)
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_large_export_runs_in_the_background_with_a_download_link(client_for, bob, tmp_path):
+    scene = make_scenario(products=10)
+    approve_all(scene, bob)
+    worker = start_worker(queues="light", name="review-export", log_path=tmp_path / "worker.log")
+    try:
+        client = client_for(bob)
+        response = export(client, scene, "csv", "wide")
+        job = ExportJob.objects.get()
+        assert response["Location"] == reverse("review:export_status", args=[job.pk])
+        wait_until(lambda: ExportJob.objects.get(pk=job.pk).status == "done", timeout=90, what="the export")
+        page = client.get(response["Location"]).content.decode()
+        download_url = reverse("review:export_download", args=[job.pk])
+        assert download_url in page and "20 of 20" in page
+        download = client.get(download_url)
+        body = b"".join(download.streaming_content).decode()
+        assert len(list(csv.reader(io.StringIO(body)))) == 11
+        assert f"approved-values-wide-{job.pk}.csv" in download["Content-Disposition"]
+    finally:
+        stop_worker(worker)
+
+
+@pytest.mark.django_db
+def test_an_unfinished_export_has_no_download(client_for, bob):
+    job = ExportJob.objects.create(created_by=bob, format="csv", shape="long", filters={})
+    assert client_for(bob).get(reverse("review:export_download", args=[job.pk])).status_code == 404

@@ -1,0 +1,178 @@
+"""Runs decoded by real Celery worker processes (the engine's model on CPU) against real PostgreSQL
+and Redis: end to end, shared between workers, a worker killed mid-batch, a failing product,
+cancellation, and lost wake-up messages."""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+import redis
+from django.conf import settings
+from django.db.models import Count
+
+from catalog.models import Product
+from extraction.models import ExtractedValue, Run, WorkItem
+from extraction.services import RunRequest, do_cancel_run, do_start_run
+from tests.support.runs_catalog import make_catalog
+from tests.support.workers import start_worker, wait_until
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+RUN_TIMEOUT = 240  # seconds; the CPU model is slow and the machine is shared
+SHORT_LEASE = {"EXTRACTION_LEASE_SECONDS": "6"}
+
+
+@pytest.fixture(autouse=True)
+def empty_queue():
+    """Messages left in this Redis database by earlier tests must not wake these workers."""
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+
+
+@pytest.fixture
+def workers(tmp_path):
+    started: list[subprocess.Popen] = []
+
+    def start(name: str, **env):
+        proc = start_worker(queues="gpu", name=name, env=env, log_path=tmp_path / f"{name}.log")
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM (warm shutdown), then SIGKILL the whole process group (the pool child too)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def start_run(catalog, **kwargs) -> Run:
+    request = RunRequest(decoder=kwargs.pop("decoder", "hpd"), catalog=catalog, **kwargs)
+    return do_start_run(request)[0]
+
+
+def finished(run: Run) -> Run | None:
+    run.refresh_from_db()
+    return run if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING) else None
+
+
+def assert_exactly_once(run: Run) -> None:
+    """Every done product has one value per attribute of its schema and was written once."""
+    done = WorkItem.objects.filter(run=run, status=WorkItem.Status.DONE).select_related("schema")
+    expected = sum(item.schema.attributes.count() for item in done)
+    assert ExtractedValue.objects.filter(run=run).count() == expected
+    assert set(done.values_list("writes", flat=True)) == {1}
+    per_product = (
+        ExtractedValue.objects.filter(run=run).values("product", "attribute").annotate(n=Count("id"))
+    )
+    assert all(row["n"] == 1 for row in per_product)
+
+
+def test_it_runs_end_to_end(workers):
+    catalog = make_catalog(shoes=4, coffee=3)
+    workers("w1")
+    run = start_run(catalog, batch_size=4, stack=4)
+    run = wait_until(lambda: finished(run), timeout=RUN_TIMEOUT, what="the run to finish")
+    assert run.status == Run.Status.DONE, run.error
+    assert (run.done, run.failed, run.total) == (7, 0, 7)
+    assert run.model_name and run.model_revision and run.decode_settings["device"] == "cpu"
+    assert run.forward_steps > 0 and run.engine_seconds > 0 and run.started_at <= run.finished_at
+    assert_exactly_once(run)
+    assert ExtractedValue.objects.filter(run=run).count() == 4 * 2 + 3 * 2
+
+
+def test_two_workers_share_a_run_and_no_product_is_done_twice(workers):
+    catalog = make_catalog(shoes=8, coffee=4)
+    workers("w1")
+    workers("w2")
+    run = start_run(catalog, batch_size=2, stack=2)
+    run = wait_until(lambda: finished(run), timeout=RUN_TIMEOUT, what="the run to finish")
+    assert run.status == Run.Status.DONE and run.done == 12
+    writers = {
+        owner.split("@")[0] for owner in WorkItem.objects.filter(run=run).values_list("done_by", flat=True)
+    }
+    assert writers == {"w1", "w2"}
+    assert_exactly_once(run)
+
+
+def test_a_worker_killed_mid_batch_loses_nothing(workers):
+    catalog = make_catalog(shoes=6, coffee=4)
+    victim = workers("victim", **SHORT_LEASE)
+    run = start_run(catalog, batch_size=3, stack=3)
+    leased = wait_until(
+        lambda: list(
+            WorkItem.objects.filter(run=run, status=WorkItem.Status.LEASED).values_list("id", flat=True)
+        ),
+        timeout=RUN_TIMEOUT,
+        interval=0.1,
+        what="the victim to lease a batch",
+    )
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait()
+    assert WorkItem.objects.filter(id__in=leased, status=WorkItem.Status.LEASED).count() == len(leased)
+    workers("rescuer", **SHORT_LEASE)
+    run = wait_until(lambda: finished(run), timeout=RUN_TIMEOUT, what="the rescuer to finish the run")
+    assert run.status == Run.Status.DONE and (run.done, run.failed) == (10, 0)
+    retaken = WorkItem.objects.filter(id__in=leased)
+    assert all(item.attempts >= 2 and item.done_by.startswith("rescuer@") for item in retaken)
+    assert_exactly_once(run)
+
+
+def test_a_product_the_engine_cannot_decode_fails_alone(workers):
+    catalog = make_catalog(shoes=4, coffee=0)
+    # About 3 characters per token: this description needs far more than the model's 4096 positions.
+    huge = Product.objects.get(sku="SH-0002")
+    huge.description = " ".join(f"word{i} suede leather sole" for i in range(4000))
+    huge.save()
+    workers("w1")
+    run = start_run(catalog, batch_size=4, stack=4)
+    run = wait_until(lambda: finished(run), timeout=RUN_TIMEOUT, what="the run to finish")
+    assert run.status == Run.Status.DONE and (run.done, run.failed) == (3, 1)
+    failed = WorkItem.objects.get(run=run, status=WorkItem.Status.FAILED)
+    assert failed.product == huge
+    assert "DocumentTooLong" in failed.error and "SH-0002" in failed.error and "4096" in failed.error
+    assert not ExtractedValue.objects.filter(run=run, product=huge).exists()
+    assert_exactly_once(run)
+
+
+def test_a_cancelled_run_stops_taking_work(workers):
+    catalog = make_catalog(shoes=6, coffee=6)
+    workers("w1")
+    run = start_run(catalog, batch_size=2, stack=2)
+    wait_until(lambda: Run.objects.get(pk=run.id).done >= 2, timeout=RUN_TIMEOUT, what="a first batch")
+    do_cancel_run(run.id)
+    wait_until(
+        lambda: not WorkItem.objects.filter(run=run, status=WorkItem.Status.LEASED).exists(),
+        timeout=RUN_TIMEOUT,
+        what="the batch in flight to be recorded",
+    )
+    time.sleep(3)  # a worker that ignored the cancellation would lease again by now
+    run.refresh_from_db()
+    statuses = dict(WorkItem.objects.filter(run=run).values_list("status").annotate(n=Count("id")))
+    assert run.status == Run.Status.CANCELLED and run.finished_at
+    assert statuses.get("cancelled", 0) >= 6 and statuses.get("done", 0) == run.done < 12
+    assert set(statuses) <= {"done", "cancelled"}
+    assert_exactly_once(run)
+
+
+def test_a_run_whose_wake_up_messages_were_lost_still_finishes(workers):
+    catalog = make_catalog(shoes=3, coffee=2)
+    run = start_run(catalog, batch_size=5, stack=5)
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()  # every message of the run is gone
+    workers("late")  # a worker that starts looks for waiting work in PostgreSQL
+    run = wait_until(lambda: finished(run), timeout=RUN_TIMEOUT, what="the run to finish")
+    assert run.status == Run.Status.DONE and run.done == 5
+    assert_exactly_once(run)

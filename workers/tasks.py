@@ -1,0 +1,52 @@
+"""Celery tasks: thin, carrying ids only; the work is in extraction.processing / leases.
+
+Tasks named workers.tasks.gpu_* are routed to the `gpu` queue (settings.CELERY_TASK_ROUTES). This
+module imports no torch: the engine is loaded lazily by the first task a worker process runs.
+"""
+
+import logging
+import os
+
+from celery import shared_task
+from celery.signals import worker_ready
+from django.db import InterfaceError, OperationalError
+
+log = logging.getLogger(__name__)
+
+GPU_QUEUE = "gpu"
+
+
+@shared_task(
+    bind=True,
+    name="workers.tasks.gpu_process_run",
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    max_retries=5,
+)
+def gpu_process_run(self, run_id: int | None = None) -> None:
+    """Work on run `run_id` until no work is left, then on any other run whose work waits.
+
+    run_id None: only look for waiting work (sent when a worker starts, so a run whose wake-up
+    messages were lost still finishes).
+    """
+    from extraction.processing import process_runs
+
+    owner = f"{self.request.hostname or 'worker'}/pid{os.getpid()}"
+    process_runs(run_id, owner)
+
+
+def consumes_gpu_queue(consumer) -> bool:
+    queues = getattr(getattr(consumer, "task_consumer", None), "queues", None) or []
+    return any(queue.name == GPU_QUEUE for queue in queues)
+
+
+@worker_ready.connect
+def look_for_waiting_work(sender=None, **kwargs) -> None:
+    """A GPU worker that (re)starts asks for waiting work: messages lost with Redis do not strand a run."""
+    if not consumes_gpu_queue(sender):
+        return
+    log.info("looking for runs whose work waits")
+    try:
+        gpu_process_run.apply_async((None,), retry=False)
+    except Exception as exc:  # noqa: BLE001 - a broker hiccup at start-up must not stop the worker
+        log.warning("could not queue the look for waiting work: %s", exc)
