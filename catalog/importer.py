@@ -171,6 +171,8 @@ def run_import(job_id: int) -> ImportJob | None:
     except (DatabaseError, OSError, UnicodeDecodeError) as exc:
         logger.exception("import %s failed; its transaction was rolled back", job_id)
         return _fail(job_id, f"The import stopped midway and nothing was stored: {exc}".strip())
+    # Every row now lives in the products or in the error report; the upload is no longer needed.
+    job.file.delete(save=False)
     return ImportJob.objects.get(pk=job_id)
 
 

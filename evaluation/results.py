@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from evaluation import stats
 from evaluation.models import Campaign, Vote
-from evaluation.systems import outputs_of
+from evaluation.systems import outputs_of, paired_outputs
 
 SIDE_OF_CHOICE = {
     Vote.Choice.A: stats.LEFT,
@@ -82,12 +82,8 @@ def differing_attributes(campaign: Campaign) -> dict[int, list[str]]:
     second = outputs_of(campaign.second_system, product_ids)
     result = {}
     for product_id in product_ids:
-        a, b = first.get(product_id, {}), second.get(product_id, {})
-        names = set(a) | set(b)
-        result[product_id] = sorted(
-            (n for n in names if (a[n].value if n in a else None) != (b[n].value if n in b else None)),
-            key=str.lower,
-        )
+        pairs = paired_outputs(first.get(product_id, {}), second.get(product_id, {}))
+        result[product_id] = [pair.attribute for pair in pairs if pair.differs]
     return result
 
 

@@ -76,6 +76,35 @@ def outputs_of(system: System, product_ids) -> dict[int, dict[str, Output]]:
     return result
 
 
+@dataclass(frozen=True)
+class Pair:
+    """One attribute of one product as the two systems gave it (None: the system gave nothing)."""
+
+    attribute: str
+    first: str | None
+    second: str | None
+
+    @property
+    def differs(self) -> bool:
+        return self.first != self.second
+
+
+def paired_outputs(first: dict[str, Output], second: dict[str, Output]) -> list[Pair]:
+    """Both systems' values matched by attribute name regardless of case, in schema order.
+
+    Outside systems spell names their own way ("color" for "Color"); the run's spelling wins.
+    """
+    merged: dict[str, dict] = {}
+    for side, outputs in (("first", first), ("second", second)):
+        for name, output in outputs.items():
+            entry = merged.setdefault(name.casefold(), {"name": name, "position": output.position})
+            entry[side] = output.value
+            if output.position < entry["position"]:
+                entry["name"], entry["position"] = name, output.position
+    ordered = sorted(merged.values(), key=lambda e: (e["position"], e["name"].casefold()))
+    return [Pair(e["name"], e.get("first"), e.get("second")) for e in ordered]
+
+
 def parse_import(data: bytes, catalog: Catalog) -> list[tuple[Product, str, str]]:
     """Check a CSV of sku, attribute, value against `catalog`; every problem is reported by row."""
     if len(data) > IMPORT_MAX_BYTES:

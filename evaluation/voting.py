@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from accounts.roles import RATER, has_role
 from evaluation.models import Assignment, Campaign, CampaignItem, Vote
-from evaluation.systems import outputs_of
+from evaluation.systems import outputs_of, paired_outputs
 
 # An item handed out but not voted on goes back to the pool after this long.
 ASSIGNMENT_TTL = timedelta(minutes=30)
@@ -97,14 +97,11 @@ def rows_for(item: CampaignItem) -> list[Row]:
     campaign = item.campaign
     first = outputs_of(campaign.first_system, [item.product_id]).get(item.product_id, {})
     second = outputs_of(campaign.second_system, [item.product_id]).get(item.product_id, {})
-    a_side, b_side = (first, second) if item.first_is_a else (second, first)
-    names = set(first) | set(second)
-    position = {n: min(o.position for o in (first.get(n), second.get(n)) if o) for n in names}
-    ordered = sorted(names, key=lambda n: (position[n], n.lower()))
-    return [
-        Row(n, a_side[n].value if n in a_side else ABSENT, b_side[n].value if n in b_side else ABSENT)
-        for n in ordered
-    ]
+    rows = []
+    for pair in paired_outputs(first, second):
+        a, b = (pair.first, pair.second) if item.first_is_a else (pair.second, pair.first)
+        rows.append(Row(pair.attribute, ABSENT if a is None else a, ABSENT if b is None else b))
+    return rows
 
 
 CHOICES = {c.value for c in Vote.Choice}

@@ -30,10 +30,14 @@ class ReviewConflict(Exception):
         self.current = current
         self.attempted = attempted
         who = current.reviewed_by.username if current.reviewed_by else "someone"
+        then = (
+            "your input is kept in the edit box: save it again if it is still right."
+            if attempted
+            else "look at the current value and act again if it is still needed."
+        )
         super().__init__(
             f"{who} changed this value while you were looking at it: it is now "
-            f"{shown_value(current)!r} ({current.get_review_status_display().lower()}). "
-            "Nothing was saved; your input is kept below, apply it again if it is still right."
+            f"{shown_value(current)!r} ({current.get_review_status_display().lower()}). Nothing was saved; {then}"
         )
 
 
@@ -105,7 +109,14 @@ def do_review(value_id: int, seen_version: int, action: str, user, text: str | N
         value = _locked(value_id)
         old_status, old_shown = value.review_status, shown_value(value)
         status, reviewed = _target(action, value, text)
-        _apply(value, seen_version, status, reviewed, user, attempted=text or "")
+        _apply(
+            value,
+            seen_version,
+            status,
+            reviewed,
+            user,
+            attempted=(text or "") if action == Action.CORRECT else "",
+        )
         ValueEvent.objects.create(
             value=value,
             run_id=value.run_id,

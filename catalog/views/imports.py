@@ -1,6 +1,7 @@
 """Upload screens: file -> mapping -> preview -> confirm -> live progress -> summary and error report."""
 
 import csv
+from itertools import islice
 
 from django.conf import settings
 from django.contrib import messages
@@ -126,10 +127,7 @@ def import_map(request, pk: int):
             status = 400
         else:
             return redirect("catalog:import_preview", pk=job.pk)
-    samples = [
-        cells
-        for _, cells in zip(range(SAMPLE_ROWS), read_rows(job.file.path, file_format_of(job)), strict=False)
-    ]
+    samples = [cells for _, cells in islice(read_rows(job.file.path, file_format_of(job)), SAMPLE_ROWS)]
     columns = [
         {
             "index": i,

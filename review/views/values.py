@@ -32,7 +32,8 @@ def _row_response(request, row, status=200):
 def review_value(request, value_id: int):
     value = get_object_or_404(ExtractedValue, pk=value_id)
     action = request.POST.get("action", "")
-    text = request.POST.get("value")
+    # The edit box travels with every action; only a correction means what is typed in it.
+    text = request.POST.get("value") if action == ValueEvent.Action.CORRECT else None
     version = request.POST.get("version", "")
     if action not in ROW_ACTIONS:
         return bad_request(f"action: {action!r} is not one of {', '.join(sorted(ROW_ACTIONS))}")

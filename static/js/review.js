@@ -163,7 +163,8 @@
       if (row.dataset.outcome !== "ok") {
         activate(index);
         const box = row.querySelector(".edit-box");
-        if (row.dataset.outcome === "conflict" || row.dataset.outcome === "error") box.hidden = false;
+        // What they typed is still in the edit box: show it, so it can be saved again.
+        if (row.dataset.attempted) box.hidden = false;
         return;
       }
       if (index === active) activate(index + 1 < rows().length ? index + 1 : index);

@@ -48,6 +48,24 @@ def test_an_admin_creates_a_schema_uploads_a_catalog_and_gets_the_error_report(l
             page.wait_for_selector("#schema-version:has-text('v2')")
             assert page.evaluate("window.__samePage") is True  # htmx swapped the editor only
             assert page.inner_text("#attributes tbody tr:first-child td:nth-child(2)") == "Brand"
+            page.fill("#add-attribute #id_name", "Screen size")
+            page.select_option("#add-attribute #id_kind", "number")
+            page.fill("#add-attribute #id_unit", "in")
+            page.click("#add-attribute button[type=submit]")
+            page.wait_for_selector("#schema-version:has-text('v3')")
+            page.click("#attribute-1 button[title='Move up']")  # reorder: Screen size first
+            page.wait_for_selector("#schema-version:has-text('v4')")
+            assert page.inner_text("#attributes tbody tr:first-child td:nth-child(2)") == "Screen size"
+            page.click("#attribute-0 >> text=Edit")  # inline edit, then delete, still the same page
+            page.fill("#attribute-0 #id_edit-description", "Diagonal of the screen")
+            page.click("#attribute-0 >> text=Save")
+            page.wait_for_selector("#schema-version:has-text('v5')")
+            assert "Diagonal of the screen" in page.inner_text("#attribute-0")
+            page.once("dialog", lambda dialog: dialog.accept())
+            page.click("#attribute-0 >> text=Delete")
+            page.wait_for_selector("#schema-version:has-text('v6')")
+            assert page.inner_text("#attributes tbody tr:first-child td:nth-child(2)") == "Brand"
+            assert page.evaluate("window.__samePage") is True
 
             page.click("nav >> text=Upload")
             page.fill("#id_new_catalog", "Shop")
@@ -65,7 +83,12 @@ def test_an_admin_creates_a_schema_uploads_a_catalog_and_gets_the_error_report(l
 
             page.wait_for_selector("#row-errors")
             error_row = page.inner_text("#row-errors tbody tr")
-            assert "4" in error_row and "TV-3" in error_row and "Name" in error_row and "title is empty" in error_row
+            assert (
+                "4" in error_row
+                and "TV-3" in error_row
+                and "Name" in error_row
+                and "title is empty" in error_row
+            )
             assert page.inner_text("#good-rows") == "2 good"
             page.click("#confirm-import")
 

@@ -8,7 +8,14 @@ import re
 import pytest
 
 from extraction.__main__ import main
-from extraction.engine.api import AttributeSpec, BatchStats, Document, Extractor, ValueResult, default_model_dir
+from extraction.engine.api import (
+    AttributeSpec,
+    BatchStats,
+    Document,
+    Extractor,
+    ValueResult,
+    default_model_dir,
+)
 
 from .conftest import TEXTS, tiny_model
 

@@ -16,7 +16,7 @@ def test_positions_jump_by_each_gap_and_restart_per_document(tokenizer):
     lay = layout.build_hpd_layout(schema, docs)
     P = len(schema.prefix_ids)
     assert lay.position_ids[:P] == list(range(P)) and lay.prefix_len == P
-    for j, doc in enumerate(docs):
+    for j in range(len(docs)):
         first = lay.doc_ids.index(j)
         assert lay.position_ids[first] == P  # every document restarts right after the prefix
         for n, a in enumerate(ATTRS):

@@ -193,3 +193,21 @@ def test_the_demo_command_pits_the_newest_hpd_run_against_the_newest_ar_run(caro
     assert set(campaign.raters.all()) == {carol, dave}
     assert f"/ab/campaigns/{campaign.pk}/rate/" in out.getvalue()
     assert not campaign.items.filter(votes__isnull=False).exists()  # it casts no votes
+
+
+@pytest.mark.django_db
+def test_imported_values_line_up_with_the_runs_attributes_whatever_their_case():
+    from evaluation.campaigns import CampaignSpec, do_create_campaign
+    from evaluation.voting import rows_for
+
+    runs = make_two_runs(n_products=1)
+    sku = runs.products[0].sku
+    vendor = do_import_system(
+        "Vendor", runs.catalog, f"sku,attribute,value\n{sku},color,red\n{sku},Weight,1 kg\n".encode()
+    )
+    campaign = do_create_campaign(CampaignSpec("Outside check", runs.hpd_system, vendor, 1, 1, 1))
+    item = campaign.items.get()
+    rows = {r.attribute: (r.a, r.b) if item.first_is_a else (r.b, r.a) for r in rows_for(item)}
+    assert list(rows) == ["Brand", "Color", "Size", "Weight"]  # schema order, then the vendor's extras
+    assert rows["Color"] == ("color-0", "red")
+    assert rows["Brand"] == ("brand-0", "") and rows["Weight"] == ("", "1 kg")

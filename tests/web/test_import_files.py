@@ -108,10 +108,24 @@ def test_it_detects_the_delimiter_when_titles_hold_commas(client_for, alice):
 def test_it_guesses_the_mapping_from_column_names(client_for, alice):
     make_category("TV", AttributeData("Brand"), AttributeData("Screen size"))
     client = client_for(alice)
-    upload(client, "Product Name,Item ID,Body,Product Type,brand,screen_size,notes\nAcme TV,A1,Big,TV,Acme,55,x\n")
+    upload(
+        client,
+        "Product Name,Item ID,Body,Product Type,brand,screen_size,notes\nAcme TV,A1,Big,TV,Acme,55,x\n",
+    )
     form = client.get(reverse("catalog:import_map", args=[latest_job().pk])).context["form"]
     guessed = {name: form[name].value() for name in ("sku", "title", "description", "category")}
     assert guessed == {"sku": "1", "title": "0", "description": "2", "category": "3"}
     assert form["known_4"].value() == "Brand"
     assert form["known_5"].value() == "Screen size"
     assert not form["known_6"].value()
+
+
+def test_it_shows_the_first_values_of_each_column_on_the_mapping_page(client_for, alice):
+    client = client_for(alice)
+    upload(client, "sku,title,category\nA1,Acme TV,TV\nA2,Globex TV,TV\n")
+    columns = client.get(reverse("catalog:import_map", args=[latest_job().pk])).context["columns"]
+    assert [(c["name"], c["samples"]) for c in columns] == [
+        ("sku", ["A1", "A2"]),
+        ("title", ["Acme TV", "Globex TV"]),
+        ("category", ["TV", "TV"]),
+    ]

@@ -32,7 +32,11 @@ def locked_product(alice):
     tv = make_category("TV")
     shop = Catalog.objects.create(name="Shop")
     product = Product.objects.create(catalog=shop, sku=LOCKED_SKU, title="Before the import", category=tv)
-    params = {k: v for k, v in connection.get_connection_params().items() if k in {"dbname", "user", "password", "host", "port"}}
+    params = {
+        k: v
+        for k, v in connection.get_connection_params().items()
+        if k in {"dbname", "user", "password", "host", "port"}
+    }
     locker = psycopg.connect(**params)
     locker.execute("SELECT id FROM catalog_product WHERE id = %s FOR UPDATE", (product.pk,))
     yield product, locker
@@ -52,7 +56,8 @@ def start_import(client) -> ImportJob:
 def blocked_import_pid(locker) -> int:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))", [locker.info.backend_pid]
+            "SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+            [locker.info.backend_pid],
         )
         row = cursor.fetchone()
     return row[0] if row else 0
@@ -67,7 +72,11 @@ def test_it_imports_in_the_background_with_live_progress(client_for, alice, ligh
     product, locker = locked_product
     client = client_for(alice)
     job = start_import(client)
-    wait_until(lambda: job_now(job).processed_rows == BATCH_ROWS and blocked_import_pid(locker), 90, what="first batch")
+    wait_until(
+        lambda: job_now(job).processed_rows == BATCH_ROWS and blocked_import_pid(locker),
+        90,
+        what="first batch",
+    )
     partial = client.get(reverse("catalog:import_progress", args=[job.pk])).content.decode()
     assert f"<strong>{BATCH_ROWS:,}</strong> of {ROWS:,} rows (44%)" in partial
     assert 'hx-trigger="every 1s"' in partial  # the bar keeps polling while the import runs
@@ -84,11 +93,17 @@ def test_it_imports_in_the_background_with_live_progress(client_for, alice, ligh
 
 
 @pytest.mark.django_db(transaction=True)
-def test_it_leaves_the_database_as_it_was_when_the_import_dies_midway(client_for, alice, light_worker, locked_product):
+def test_it_leaves_the_database_as_it_was_when_the_import_dies_midway(
+    client_for, alice, light_worker, locked_product
+):
     product, locker = locked_product
     client = client_for(alice)
     job = start_import(client)
-    pid = wait_until(lambda: job_now(job).processed_rows == BATCH_ROWS and blocked_import_pid(locker), 90, what="first batch")
+    pid = wait_until(
+        lambda: job_now(job).processed_rows == BATCH_ROWS and blocked_import_pid(locker),
+        90,
+        what="first batch",
+    )
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_terminate_backend(%s)", [pid])  # the database goes away under the import
     locker.rollback()

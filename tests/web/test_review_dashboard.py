@@ -111,6 +111,17 @@ def test_gold_export_writes_the_ave_format(bob, tmp_path):
     assert ave.schemas([product]) == {"Shoes": ["Brand", "Color"]}
 
 
+def test_the_dashboard_downloads_the_same_gold_file(client_for, bob, tmp_path):
+    scene = make_scenario(products=3)
+    for v in scene.values:
+        do_review(v.pk, 0, "accept", bob)
+    out = tmp_path / "gold.jsonl"
+    call_command("export_gold", out=str(out))
+    response = client_for(bob).get(reverse("review:gold_download"))
+    assert response["Content-Disposition"] == 'attachment; filename="gold-ave.jsonl"'
+    assert b"".join(response.streaming_content).decode() == out.read_text()
+
+
 def test_exported_gold_is_a_data_set_folder_the_training_command_reads(bob, tmp_path):
     """`python -m extraction train --data DIR` reads DIR/train.jsonl through splits.load_split."""
     from extraction.engine.splits import load_split

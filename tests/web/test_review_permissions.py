@@ -22,6 +22,7 @@ def review_urls(scene, bob):
             reverse("review:export_status", args=[export.pk]),
             reverse("review:export_download", args=[export.pk]),
             reverse("review:dashboard"),
+            reverse("review:gold_download"),
             reverse("review:settings"),
         ],
         "post": [

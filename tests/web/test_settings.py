@@ -77,5 +77,11 @@ def test_the_env_helpers_read_good_values_and_refuse_bad_ones(monkeypatch):
     with pytest.raises(ImproperlyConfiguredEnv, match="SW_UNSET_VAR must be set"):
         env_str("SW_UNSET_VAR")
     db = parse_database_url("postgres://me:p%40ss@db:6543/shop?sslmode=require")
-    assert (db["USER"], db["PASSWORD"], db["HOST"], db["PORT"], db["NAME"]) == ("me", "p@ss", "db", "6543", "shop")
+    assert (db["USER"], db["PASSWORD"], db["HOST"], db["PORT"], db["NAME"]) == (
+        "me",
+        "p@ss",
+        "db",
+        "6543",
+        "shop",
+    )
     assert db["OPTIONS"] == {"sslmode": "require"}

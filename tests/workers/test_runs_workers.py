@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db.models import Count
 
 from catalog.models import Product
+from extraction import comparison
 from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.services import RunRequest, do_cancel_run, do_start_run
 from tests.support.runs_catalog import make_catalog
@@ -81,17 +82,30 @@ def assert_exactly_once(run: Run) -> None:
     assert all(row["n"] == 1 for row in per_product)
 
 
-def test_it_runs_end_to_end(workers):
+def test_it_runs_hpd_and_ar_end_to_end(workers):
     catalog = make_catalog(shoes=4, coffee=3)
     workers("w1")
-    run = start_run(catalog, batch_size=4, stack=4)
-    run = wait_until(lambda: finished(run), timeout=RUN_TIMEOUT, what="the run to finish")
-    assert run.status == Run.Status.DONE, run.error
-    assert (run.done, run.failed, run.total) == (7, 0, 7)
-    assert run.model_name and run.model_revision and run.decode_settings["device"] == "cpu"
-    assert run.forward_steps > 0 and run.engine_seconds > 0 and run.started_at <= run.finished_at
-    assert_exactly_once(run)
-    assert ExtractedValue.objects.filter(run=run).count() == 4 * 2 + 3 * 2
+    hpd, ar = do_start_run(RunRequest(decoder="both", catalog=catalog, batch_size=4, stack=4))
+    for run in (hpd, ar):
+        run = wait_until(lambda run=run: finished(run), timeout=RUN_TIMEOUT, what=f"the {run.decoder} run to finish")
+        assert run.status == Run.Status.DONE, run.error
+        assert (run.done, run.failed, run.total) == (7, 0, 7)
+        assert run.model_name and run.model_revision and run.decode_settings["device"] == "cpu"
+        assert run.forward_steps > 0 and run.engine_seconds > 0 and run.started_at <= run.finished_at
+        assert_exactly_once(run)
+        assert ExtractedValue.objects.filter(run=run).count() == 4 * 2 + 3 * 2
+    agreement = comparison.agreement_by_attribute(hpd, ar)
+    assert {a.attribute: a.compared for a in agreement} == {"Brand": 7, "Color": 4, "Weight": 3}
+
+
+def test_a_run_whose_model_cannot_be_loaded_fails_with_the_reason(workers):
+    catalog = make_catalog(shoes=2, coffee=0)
+    workers("w1")
+    run = start_run(catalog, model_dir="/nonexistent/model")
+    run = wait_until(lambda: finished(run), timeout=RUN_TIMEOUT, what="the run to stop")
+    assert run.status == Run.Status.FAILED
+    assert "/nonexistent/model could not be loaded" in run.error and "config.json missing" in run.error
+    assert set(WorkItem.objects.filter(run=run).values_list("status", flat=True)) == {"cancelled"}
 
 
 def test_two_workers_share_a_run_and_no_product_is_done_twice(workers):

@@ -41,7 +41,9 @@ class Command(BaseCommand):
         except VotesError as exc:
             raise CommandError(f"{votes or f'campaign {campaign}'}: {exc}") from exc
         try:
-            out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+            out.write_text(
+                json.dumps(result, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8"
+            )
         except OSError as exc:
             raise CommandError(f"cannot write {out}: {exc.strerror}") from exc
         for name, s in result["systems"].items():

@@ -1,0 +1,63 @@
+"""An admin starts a run on the demo catalog in Chromium and watches it finish, live, through htmx."""
+
+import os
+import signal
+import subprocess
+
+import pytest
+import redis
+from django.conf import settings
+from django.core.management import call_command
+
+from extraction.models import ExtractedValue, Run, WorkItem
+from tests.support.browser import chromium_page, sign_in
+from tests.support.workers import start_worker
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def gpu_worker(tmp_path):
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()  # no stale wake-ups from earlier tests
+    proc = start_worker(queues="gpu", name="browser-gpu", log_path=tmp_path / "worker.log")
+    yield proc
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def test_an_admin_starts_a_run_on_the_demo_catalog_and_watches_it_finish(live_server, alice, password, gpu_worker):
+    call_command("load_demo_catalog", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    with chromium_page() as page:
+        sign_in(page, live_server.url, "alice", password)
+        page.click("nav >> text=Runs")
+        page.click("#start-run")
+        page.select_option("#id_catalog", label="OA-Mine demo")
+        page.select_option("#id_category", label="Shoes")
+        page.fill("#id_search", "Stacy Adams")
+        page.wait_for_selector("#selection-count:has-text('5 products selected')")
+        page.check("input[name=decoder][value=hpd]")
+        page.click("#start-submit")
+
+        page.wait_for_selector("#run-progress")
+        assert "Queued 5 products" in page.inner_text(".messages")
+        # The progress block polls every second; it shows Done without any reload.
+        page.wait_for_selector("#run-status:has-text('Done')", timeout=240_000)
+        assert page.inner_text("#run-counts") == "5 / 5"
+        assert page.inner_text("#run-failed") == "0"
+        page.wait_for_function("document.querySelectorAll('#results-table tr.item-done').length === 5")
+        assert page.locator("#results-table .chip").count() == 5 * 9  # Shoes has 9 attributes
+
+    run = Run.objects.get()
+    assert run.status == Run.Status.DONE and run.created_by == alice
+    assert set(WorkItem.objects.filter(run=run).values_list("product__title", flat=True)) == set(
+        run.catalog.products.filter(category__name="Shoes", title__icontains="Stacy Adams").values_list("title", flat=True)
+    )
+    assert ExtractedValue.objects.filter(run=run).count() == 5 * 9
