@@ -254,3 +254,19 @@ def do_import_schema(payload, user) -> tuple[SchemaVersion, bool]:
         if current is not None and current_attributes(current) == attributes:
             return current, False
         return _write_version(category, attributes, user, "Imported from JSON"), True
+
+
+def do_import_schemas(payloads: list, user) -> list[tuple[SchemaVersion, bool]]:
+    """Import several exported schemas (a JSON list) all or nothing; errors name the list item."""
+    if not payloads:
+        raise SchemaError("the file holds an empty list")
+    results = []
+    with transaction.atomic():
+        for number, payload in enumerate(payloads):
+            try:
+                results.append(do_import_schema(payload, user))
+            except SchemaError as exc:
+                raise SchemaError(
+                    f"schema {number + 1} of {len(payloads)}: {exc}" if len(payloads) > 1 else str(exc)
+                ) from None
+    return results

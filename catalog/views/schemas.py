@@ -16,7 +16,7 @@ from catalog.schemas import (
     do_add_attribute,
     do_create_category,
     do_delete_attribute,
-    do_import_schema,
+    do_import_schemas,
     do_move_attribute,
     do_update_attribute,
     schema_to_dict,
@@ -60,16 +60,21 @@ def category_create(request):
 def schema_import(request):
     form = SchemaImportForm(request.POST, request.FILES)
     if form.is_valid():
+        payload = form.cleaned_data["file"]
         try:
-            version, created = do_import_schema(form.cleaned_data["file"], request.user)
+            results = do_import_schemas(payload if isinstance(payload, list) else [payload], request.user)
         except SchemaError as exc:
             form.add_error("file", f"The schema was not imported: {exc}.")
         else:
+            created = [str(version) for version, was_created in results if was_created]
+            unchanged = [str(version) for version, was_created in results if not was_created]
             if created:
-                messages.success(request, f"Imported {version}.")
-            else:
-                messages.info(request, f"{version} already says exactly this; nothing changed.")
-            return redirect("catalog:schema", pk=version.category_id)
+                messages.success(request, f"Imported {', '.join(created)}.")
+            if unchanged:
+                messages.info(request, f"{', '.join(unchanged)} already said exactly this; nothing changed.")
+            if len(results) == 1:
+                return redirect("catalog:schema", pk=results[0][0].category_id)
+            return redirect("catalog:schemas")
     return render(request, "catalog/schema_list.html", _list_context(import_form=form), status=400)
 
 

@@ -1,6 +1,7 @@
 """Schemas: categories, ordered attributes, versions, JSON export/import, the htmx editor."""
 
 import json
+from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -171,3 +172,22 @@ def test_it_lets_reviewers_read_schemas_but_not_change_them(client_for, bob):
     response = client.post(reverse("catalog:attribute_delete", args=[category.pk, 0]), {"base_version": 1})
     assert response.status_code == 403
     assert names(category) == ["Brand"]
+
+
+def test_it_imports_a_list_of_schemas_all_or_nothing(client_for, alice):
+    client = client_for(alice)
+    good = {"category": "TV", "attributes": [{"name": "Brand"}]}
+    bad = {"category": "Shoes", "attributes": [{"name": "Size", "max_tokens": 999}]}
+    response = client.post(
+        reverse("catalog:schema_import"),
+        {"file": SimpleUploadedFile("s.json", json.dumps([good, bad]).encode())},
+    )
+    assert (
+        "schema 2 of 2: attributes[0]: token budget must be a whole number from 1 to 64"
+        in response.content.decode()
+    )
+    assert Category.objects.count() == 0
+    demo = (Path(__file__).resolve().parents[2] / "catalog" / "demo" / "schemas.json").read_bytes()
+    response = client.post(reverse("catalog:schema_import"), {"file": SimpleUploadedFile("demo.json", demo)})
+    assert response["Location"] == reverse("catalog:schemas")
+    assert Category.objects.count() == 10
