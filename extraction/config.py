@@ -12,6 +12,8 @@ DEFAULT_LEASE_SECONDS = 30
 DEFAULT_BATCH_SIZE = 16
 # A product whose batch was lost this many times (its worker died each time) is marked failed.
 DEFAULT_MAX_ATTEMPTS = 3
+# One task works this long, then sends itself again: a warm shutdown waits one slice, not a run.
+DEFAULT_TASK_SECONDS = 60
 # Wake-up messages sent when a run starts: each lets one more idle worker join the run.
 DEFAULT_WAKEUPS = 4
 
@@ -26,6 +28,10 @@ def batch_size() -> int:
 
 def max_attempts() -> int:
     return max(1, env_int("EXTRACTION_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS))
+
+
+def task_seconds() -> int:
+    return max(1, env_int("EXTRACTION_TASK_SECONDS", DEFAULT_TASK_SECONDS))
 
 
 def wakeups_per_run() -> int:

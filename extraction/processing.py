@@ -56,21 +56,29 @@ class LeaseHeartbeat:
         self._thread.join()
 
 
-def process_runs(run_id: int | None, owner: str) -> list[int]:
-    """Work on run_id, then on any other run with takeable work (its wake-up may have been lost)."""
-    worked: list[int] = []
-    current = run_id if run_id is not None else next_run_with_takeable_work(exclude=set())
+def process_runs(run_id: int | None, owner: str, seconds: float | None = None) -> int | None:
+    """Work on run_id, then on any other run with takeable work (its wake-up may have been lost).
+
+    Stops between batches once `seconds` have passed and returns the run to continue with (the
+    task sends itself again for it), so a warm shutdown waits one slice, not a whole run, and runs
+    queued meanwhile get their turn. None: no work is left.
+    """
+    until = time.monotonic() + (seconds or config.task_seconds())
+    worked: set[int] = set()
+    current = run_id if run_id is not None else next_run_with_takeable_work(exclude=worked)
     while current is not None:
-        process_run(current, owner)
-        worked.append(current)
-        current = next_run_with_takeable_work(exclude=set(worked))
-    return worked
+        if not process_run(current, owner, until):
+            return current
+        worked.add(current)
+        current = next_run_with_takeable_work(exclude=worked)
+    return None
 
 
-def process_run(run_id: int, owner: str) -> None:
+def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
+    """Lease, decode and record batches of the run until it is over (True) or `until` (False)."""
     run = Run.objects.filter(pk=run_id).first()
     if run is None or run.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
-        return
+        return True
     device = settings.SLOTWISE_DEVICE
     try:
         extractor = decoding.extractor_for(run.model_dir, device)
@@ -79,7 +87,7 @@ def process_run(run_id: int, owner: str) -> None:
         do_fail_run(
             run_id, f"model {run.model_dir or '(bundled)'} could not be loaded: {type(exc).__name__}: {exc}"
         )
-        return
+        return True
     set_model(
         run_id,
         extractor.model_name,
@@ -91,11 +99,13 @@ def process_run(run_id: int, owner: str) -> None:
     stack = run.decode_settings.get("stack")
     attributes: dict[int, list] = {}
     while True:
+        if time.monotonic() >= until:
+            return False
         items = lease_batch(run_id, owner, batch_size, lease_seconds)
         if not items:
             waiting = why_nothing_to_lease(run_id)
             if waiting.over:
-                return
+                return True
             time.sleep(min(waiting.next_expiry_seconds + 0.2, MAX_IDLE_WAIT_SECONDS))
             continue
         given_up = [item for item in items if item.attempts > config.max_attempts()]

@@ -14,6 +14,7 @@ from django.db import InterfaceError, OperationalError
 log = logging.getLogger(__name__)
 
 GPU_QUEUE = "gpu"
+CONTINUE_RETRY_POLICY = {"max_retries": 30, "interval_start": 0.5, "interval_step": 0.5, "interval_max": 2}
 
 
 @shared_task(
@@ -32,7 +33,10 @@ def gpu_process_run(self, run_id: int | None = None) -> None:
     from extraction.processing import process_runs
 
     owner = f"{self.request.hostname or 'worker'}/pid{os.getpid()}"
-    process_runs(run_id, owner)
+    unfinished = process_runs(run_id, owner)
+    if unfinished is not None:
+        # Its time slice is over: queue the next one (broker hiccups are retried for a minute).
+        gpu_process_run.apply_async((unfinished,), retry=True, retry_policy=CONTINUE_RETRY_POLICY)
 
 
 def consumes_gpu_queue(consumer) -> bool:

@@ -140,7 +140,8 @@ def decode_rows(model, schema: SchemaPrompt, prefix_cache, rows: Rows, counters:
     kv_pos = torch.cat([pre_pos, rows.position_ids], 1)  # [B, P+L]
     kv_doc = torch.cat([torch.full((B, P), PROMPT_DOC, device=device), rows.doc_ids], 1)  # [B, P+L]
 
-    cache = expand_cache(prefix_cache, B)
+    max_gap = int(rows.slot_gap.max())
+    cache = expand_cache(prefix_cache, B, capacity=P + L + S * max_gap)  # every step appends <= S entries
     mask = masks.prefill_mask(rows.position_ids, rows.doc_ids, kv_pos, kv_doc, dtype)  # [B, 1, L, P+L]
     hidden = forward_hidden(model, rows.input_ids, rows.position_ids, mask, cache)  # [B, L, D]
     counters.forward_steps += 1
@@ -153,7 +154,6 @@ def decode_rows(model, schema: SchemaPrompt, prefix_cache, rows: Rows, counters:
     base = masks.slot_prompt_mask(slot_pos, rows.slot_doc, kv_pos, kv_doc, dtype)  # [B, S, P+L]
     gen_slot = torch.empty((B, 0), dtype=torch.long, device=device)  # [B, G]
 
-    max_gap = int(rows.slot_gap.max())
     out_tok = torch.full((B, S, max_gap + 1), -1, dtype=torch.long, device=device)
     out_lp = torch.zeros((B, S, max_gap + 1), dtype=torch.float32, device=device)
     out_tok[:, :, 0], out_lp[:, :, 0] = tok, lp

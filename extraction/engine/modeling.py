@@ -16,6 +16,7 @@ from transformers import (
     DynamicCache,
     PreTrainedTokenizerFast,
 )
+from transformers.cache_utils import DynamicLayer
 
 
 class UnsupportedModel(ValueError):
@@ -99,9 +100,40 @@ def new_cache() -> DynamicCache:
     return DynamicCache()
 
 
-def expand_cache(prefix: DynamicCache, rows: int) -> DynamicCache:
-    """A fresh cache whose every row starts with the prefix entries (one prefill, shared)."""
+class AppendLayer(DynamicLayer):
+    """Append-only cache layer over a preallocated buffer [B, H, capacity, D]: a step writes its
+    entries in place and attention reads a view, instead of re-concatenating the whole cache."""
+
+    def __init__(self, capacity: int):
+        super().__init__()
+        self.capacity, self.length = capacity, 0
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.device, self.is_initialized = key_states.device, True
+            b, h, _, d = key_states.shape
+            self._k = key_states.new_empty((b, h, self.capacity, key_states.shape[-1]))
+            self._v = value_states.new_empty((b, h, self.capacity, value_states.shape[-1]))
+        q = key_states.shape[-2]
+        if self.length + q > self.capacity:
+            raise RuntimeError(f"cache capacity {self.capacity} exceeded")
+        self._k[:, :, self.length: self.length + q] = key_states
+        self._v[:, :, self.length: self.length + q] = value_states
+        self.length += q
+        self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+
+def expand_cache(prefix: DynamicCache, rows: int, capacity: int | None = None) -> DynamicCache:
+    """A fresh cache whose every row starts with the prefix entries (one prefill, shared).
+    capacity: total entries per row to preallocate (append-only buffer); None = growing cache."""
     cache = new_cache()
+    if capacity is not None:
+        cache.layers = [AppendLayer(capacity) for _ in prefix.layers]
+        cache.layer_class_to_replicate = None
     for i, layer in enumerate(prefix.layers):
         cache.update(layer.keys.expand(rows, -1, -1, -1), layer.values.expand(rows, -1, -1, -1), i)
     return cache

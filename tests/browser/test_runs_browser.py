@@ -33,7 +33,9 @@ def gpu_worker(tmp_path):
     proc.wait()
 
 
-def test_an_admin_starts_a_run_on_the_demo_catalog_and_watches_it_finish(live_server, alice, password, gpu_worker):
+def test_an_admin_starts_a_run_on_the_demo_catalog_and_watches_it_finish(
+    live_server, alice, password, gpu_worker
+):
     call_command("load_demo_catalog", stdout=open(os.devnull, "w"))  # noqa: SIM115
     with chromium_page() as page:
         sign_in(page, live_server.url, "alice", password)
@@ -58,6 +60,8 @@ def test_an_admin_starts_a_run_on_the_demo_catalog_and_watches_it_finish(live_se
     run = Run.objects.get()
     assert run.status == Run.Status.DONE and run.created_by == alice
     assert set(WorkItem.objects.filter(run=run).values_list("product__title", flat=True)) == set(
-        run.catalog.products.filter(category__name="Shoes", title__icontains="Stacy Adams").values_list("title", flat=True)
+        run.catalog.products.filter(category__name="Shoes", title__icontains="Stacy Adams").values_list(
+            "title", flat=True
+        )
     )
     assert ExtractedValue.objects.filter(run=run).count() == 5 * 9

@@ -87,7 +87,9 @@ def test_it_runs_hpd_and_ar_end_to_end(workers):
     workers("w1")
     hpd, ar = do_start_run(RunRequest(decoder="both", catalog=catalog, batch_size=4, stack=4))
     for run in (hpd, ar):
-        run = wait_until(lambda run=run: finished(run), timeout=RUN_TIMEOUT, what=f"the {run.decoder} run to finish")
+        run = wait_until(
+            lambda run=run: finished(run), timeout=RUN_TIMEOUT, what=f"the {run.decoder} run to finish"
+        )
         assert run.status == Run.Status.DONE, run.error
         assert (run.done, run.failed, run.total) == (7, 0, 7)
         assert run.model_name and run.model_revision and run.decode_settings["device"] == "cpu"
@@ -110,8 +112,9 @@ def test_a_run_whose_model_cannot_be_loaded_fails_with_the_reason(workers):
 
 def test_two_workers_share_a_run_and_no_product_is_done_twice(workers):
     catalog = make_catalog(shoes=8, coffee=4)
-    workers("w1")
-    workers("w2")
+    # Two-second slices: each task does a batch or two, then sends itself again.
+    workers("w1", EXTRACTION_TASK_SECONDS="2")
+    workers("w2", EXTRACTION_TASK_SECONDS="2")
     run = start_run(catalog, batch_size=2, stack=2)
     run = wait_until(lambda: finished(run), timeout=RUN_TIMEOUT, what="the run to finish")
     assert run.status == Run.Status.DONE and run.done == 12
