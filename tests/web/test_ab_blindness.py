@@ -37,6 +37,10 @@ def id_attributes(html: str) -> str:
 
 
 def assert_blind(html: str, runs) -> None:
+    # Random tokens (CSRF, opaque item tokens) can spell "run" or "hpd" by chance: mask them first.
+    for token in set(TOKEN.findall(html)):
+        html = html.replace(token, "TOKEN")
+    html = normalized(html)
     lowered = html.lower()
     for word in giveaways(runs):
         assert word.lower() not in lowered, f"{word!r} is in the rater's page"
