@@ -75,7 +75,7 @@ def generate_json(model, tokenizer, schema: SchemaPrompt, docs: list[list[int]],
     """Greedy AR-JSON for every document -> (outputs, forward passes). prompt_lookup forces batch 1."""
     device = next(model.parameters()).device
     names = [a.name for a in schema.attributes]
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else schema.terminator
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else schema.ar_eos
     batch = 1 if prompt_lookup else batch
     counter = ForwardCounter(model)
     outs: list[AROutput] = []
@@ -85,15 +85,15 @@ def generate_json(model, tokenizer, schema: SchemaPrompt, docs: list[list[int]],
             kw = {"prompt_lookup_num_tokens": prompt_lookup} if prompt_lookup else {}
             res = model.generate(
                 input_ids=ids, attention_mask=mask, max_new_tokens=ar_max_new_tokens(schema), do_sample=False,
-                eos_token_id=schema.terminator, pad_token_id=pad_id, return_dict_in_generate=True,
+                eos_token_id=schema.ar_eos, pad_token_id=pad_id, return_dict_in_generate=True,
                 output_logits=True, **kw,
             )
             new = res.sequences[:, ids.shape[1]:]  # [B, T]
             lp = torch.stack(res.logits, 1).float().log_softmax(-1) if res.logits else None  # [B, T, V]
             for b in range(new.shape[0]):
                 toks = new[b].tolist()
-                if schema.terminator in toks:
-                    toks = toks[: toks.index(schema.terminator)]
+                if schema.ar_eos in toks:
+                    toks = toks[: toks.index(schema.ar_eos)]
                 if lp is not None and lp.shape[1] >= len(toks):
                     lps = lp[b, torch.arange(len(toks)), new[b, : len(toks)]].tolist()
                 else:  # assisted decoding may not return one logit row per token

@@ -17,7 +17,8 @@ document, keys 0..n, and a single slot n.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -93,8 +94,7 @@ def build_rows(schema: SchemaPrompt, rows: list[list[RowDoc]], pad_id: int, devi
     for row in rows:
         s_ids, s_pos, s_doc, r_idx, r_start, r_gap, r_doc, r_own = [], [], [], [], [], [], [], []
         for j, rd in enumerate(row):
-            sub = SchemaPrompt(schema.attributes[: rd.n_keys], schema.prefix_ids, schema.key_ids[: rd.n_keys],
-                               schema.end_ids, schema.terminator)
+            sub = replace(schema, attributes=schema.attributes[: rd.n_keys], key_ids=schema.key_ids[: rd.n_keys])
             part = doc_layout(sub, rd.doc)
             off = len(s_ids)
             s_ids += part.input_ids
@@ -126,9 +126,9 @@ def build_rows(schema: SchemaPrompt, rows: list[list[RowDoc]], pad_id: int, devi
 
 @torch.no_grad()
 def decode_rows(model, schema: SchemaPrompt, prefix_cache, rows: Rows, counters: Counters,
-                max_steps: int | None = None) -> list[list[SlotValue]]:
+                max_steps: int | None = None, clock: list[float] | None = None) -> list[list[SlotValue]]:
     """Prefill the rows after the shared prefix, then decode every slot greedily. -> [B][S] values.
-    max_steps stops early (layout cost measurement only)."""
+    max_steps stops early and clock collects a timestamp after each forward (layout cost probes)."""
     device, dtype = rows.input_ids.device, model.dtype
     B, L = rows.input_ids.shape
     S = rows.slot_index.shape[1]
@@ -148,6 +148,7 @@ def decode_rows(model, schema: SchemaPrompt, prefix_cache, rows: Rows, counters:
     counters.prefill_tokens += B * L
     at_keys = torch.gather(hidden, 1, rows.slot_index[:, :, None].expand(-1, -1, hidden.shape[-1]))  # [B, S, D]
     tok, lp = greedy(logprobs(model, at_keys))  # [B, S]
+    tick(clock, device)
 
     # the prompt part of every slot's mask row, built once; generated entries extend it per step
     slot_pos = rows.slot_start - 1  # [B, S] position of the key's last token
@@ -178,6 +179,7 @@ def decode_rows(model, schema: SchemaPrompt, prefix_cache, rows: Rows, counters:
         counters.forward_steps += 1
         steps += 1
         new_tok, new_lp = greedy(logprobs(model, hidden))  # [B, Q]
+        tick(clock, device)
         counters.tokens_decoded += int(n_open.sum())
 
         hit = torch.zeros_like(open_).scatter_(1, order, valid)  # [B, S] slots that got a token
@@ -190,6 +192,13 @@ def decode_rows(model, schema: SchemaPrompt, prefix_cache, rows: Rows, counters:
         open_ = open_ & (last != term) & (fed < rows.slot_gap)
     counters.max_steps_per_row_batch.append(steps)
     return collect(out_tok.tolist(), out_lp.tolist(), rows.slot_valid.tolist(), term)
+
+
+def tick(clock: list[float] | None, device) -> None:
+    if clock is not None:
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        clock.append(time.perf_counter())
 
 
 def collect(tokens, lps, valid, term: int) -> list[list[SlotValue]]:

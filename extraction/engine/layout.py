@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 NA = "n/a"  # absent attribute
+VALUE_END = "<|eov|>"  # the value terminator when the tokenizer has it (else eos), in HPD slots and AR-JSON alike
 PROMPT_DOC = -1  # doc id of the shared prefix
 PROMPT_SLOT = -1  # slot id of every prompt token
 PAD = -2  # doc / slot id of padding entries: never visible to anyone
@@ -80,6 +81,11 @@ END_TEXT = '"}'
 
 
 def terminator_id(tokenizer: Tokenizer) -> int:
+    """VALUE_END when the vocabulary has it, else eos. With VALUE_END, HPD slot n and AR value n
+    predict the same token after the value (with eos, AR would have to write '"' there instead)."""
+    vocab = tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else {}
+    if VALUE_END in vocab:
+        return int(vocab[VALUE_END])
     if tokenizer.eos_token_id is None:
         raise ValueError("the tokenizer has no eos token: HPD needs one to end each value")
     return int(tokenizer.eos_token_id)
@@ -100,7 +106,17 @@ class SchemaPrompt:
     prefix_ids: list[int]  # [P] shared instruction prefix, bos included when the tokenizer has one
     key_ids: list[list[int]]  # N lists: key segment n
     end_ids: list[int]  # '"}' closing the AR-JSON object
-    terminator: int  # ends every value (the eos token)
+    terminator: int  # ends every value (VALUE_END, else eos)
+    eos: int | None = None  # ends the AR-JSON output (None: same as terminator)
+
+    @property
+    def ar_eos(self) -> int:
+        return self.terminator if self.eos is None else self.eos
+
+    @property
+    def value_end_in_ar(self) -> bool:
+        """AR-JSON writes the terminator after each value when it is not the eos token."""
+        return self.ar_eos != self.terminator
 
     @property
     def gaps(self) -> list[int]:
@@ -115,6 +131,7 @@ def schema_prompt(tokenizer: Tokenizer, attributes: list[AttributeSpec]) -> Sche
         key_ids=[_encode(tokenizer, key_text(a.name, i == 0)) for i, a in enumerate(attributes)],
         end_ids=_encode(tokenizer, END_TEXT),
         terminator=terminator_id(tokenizer),
+        eos=None if tokenizer.eos_token_id is None else int(tokenizer.eos_token_id),
     )
 
 
@@ -243,17 +260,21 @@ def build_ar_prompt(schema: SchemaPrompt, doc: list[int]) -> list[int]:
 
 
 def ar_target(tokenizer: Tokenizer, schema: SchemaPrompt, values: list[str]) -> list[int]:
-    """What the AR model should write after build_ar_prompt: keys and values, '"}', eos."""
+    """What the AR model should write after build_ar_prompt: keys and values, '"}', eos.
+    Each value keeps its terminator when that is VALUE_END (not eos): '"Brand": "Diesel<|eov|>", ...'."""
     out: list[int] = []
+    keep = 0 if schema.value_end_in_ar else -1
     for n, text in enumerate(values):
         out += schema.key_ids[n]
-        out += value_ids(tokenizer, text, schema.terminator, schema.attributes[n].max_tokens)[:-1]
-    return out + schema.end_ids + [schema.terminator]
+        ids = value_ids(tokenizer, text, schema.terminator, schema.attributes[n].max_tokens)
+        out += ids if keep == 0 else ids[:-1]
+    return out + schema.end_ids + [schema.ar_eos]
 
 
 def ar_max_new_tokens(schema: SchemaPrompt) -> int:
     keys = sum(len(k) for k in schema.key_ids)
-    return keys + sum(schema.gaps) + len(schema.end_ids) + 1
+    ends = len(schema.key_ids) if schema.value_end_in_ar else 0
+    return keys + sum(schema.gaps) + ends + len(schema.end_ids) + 1
 
 
 def parse_ar_json(text: str, names: list[str]) -> dict[str, str | None]:

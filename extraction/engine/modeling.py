@@ -150,8 +150,15 @@ def forward_hidden(
 
 
 def logprobs(model, hidden: torch.Tensor) -> torch.Tensor:
-    """hidden [..., D] -> log-probabilities [..., V] in float32."""
-    return torch.log_softmax(model.get_output_embeddings()(hidden).float(), dim=-1)
+    """hidden [..., D] -> log-probabilities [..., V] in float32 (with the logit scalings some
+    families apply in their CausalLM forward: Granite's logits_scaling, Cohere's logit_scale)."""
+    logits = model.get_output_embeddings()(hidden).float()
+    config = model.config
+    if getattr(config, "logits_scaling", None):
+        logits = logits / config.logits_scaling
+    if getattr(config, "logit_scale", None):
+        logits = logits * config.logit_scale
+    return torch.log_softmax(logits, dim=-1)
 
 
 def greedy(lp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -173,18 +180,19 @@ def build_tokenizer(texts: list[str], vocab_size: int = 2048) -> PreTrainedToken
     """A small byte-level BPE trained in code on texts (plus the prompt wording)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from .layout import INSTRUCTION
+    from .layout import INSTRUCTION, VALUE_END
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=["<pad>", "<s>", "</s>"],
+        vocab_size=vocab_size, special_tokens=["<pad>", "<s>", "</s>", VALUE_END],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
     )
     corpus = [INSTRUCTION, STANDIN_CORPUS, 'Product: \nJSON: {"a": "b", "c": "d"}', *texts]
     tok.train_from_iterator(corpus, trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>")
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+                                   additional_special_tokens=[VALUE_END])
 
 
 STANDIN_SIZE = {"hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,

@@ -18,7 +18,8 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, train
 from transformers import PreTrainedTokenizerFast
 
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
-SPECIAL_TOKENS = [PAD, BOS, EOS]  # ids 0, 1, 2
+VALUE_END = "<|eov|>"  # ends every value, in HPD slots and in AR-JSON alike (layout.VALUE_END)
+SPECIAL_TOKENS = [PAD, BOS, EOS, VALUE_END]  # ids 0, 1, 2, 3
 # one whitespace char | one digit | a run of letters | any other single char
 SPLIT_PATTERN = r"\s|\d|[^\W\d_]+|[^\s]"
 DEFAULT_VOCAB_SIZE = 2048
@@ -51,6 +52,7 @@ def wrap(tok: Tokenizer) -> PreTrainedTokenizerFast:
         bos_token=BOS,
         eos_token=EOS,
         pad_token=PAD,
+        extra_special_tokens=[VALUE_END],
         clean_up_tokenization_spaces=False,
         model_max_length=1 << 16,
     )

@@ -44,7 +44,7 @@ import torch
 
 from . import augment as aug
 from .data import product_text
-from .layout import NA, AttributeSpec, build_hpd_layout, doc_ids, schema_prompt, value_ids
+from .layout import NA, AttributeSpec, build_hpd_layout, doc_ids, schema_prompt, terminator_id, value_ids
 from .masks import hpd_mask
 from .splits import SPLITS_DIR, load_split, resolve_data_dirs
 
@@ -167,6 +167,11 @@ class Row:
     n_ar: int = 0
 
 
+def value_terminator(tokenizer) -> int:
+    """The token that ends every value (layout.terminator_id: VALUE_END when the vocab has it)."""
+    return terminator_id(tokenizer)
+
+
 def hpd_values(tokenizer, specs: list[AttributeSpec], gold: dict[str, str | None], terminator: int):
     """Per attribute: value ids + terminator (None where the record does not judge it)."""
     out = []
@@ -181,7 +186,7 @@ def build_row(tokenizer, specs: list[AttributeSpec], hpd: list[Example], ar: lis
 
     specs' max_tokens must cover each HPD value (value tokens <= gap); AR values are never cut.
     """
-    schema = schema_prompt(tokenizer, specs)
+    schema = schema_prompt(tokenizer, specs)  # its terminator: VALUE_END (the bundled tokenizer has it)
     layout = build_hpd_layout(schema, [doc_ids(tokenizer, ex.text) for ex in hpd])
     ids, pos = list(layout.input_ids), list(layout.position_ids)
     doc, slot = list(layout.doc_ids), list(layout.slot_ids)
@@ -223,17 +228,24 @@ def build_row(tokenizer, specs: list[AttributeSpec], hpd: list[Example], ar: lis
 
 def ar_target_masked(tokenizer, schema, specs: list[AttributeSpec], gold: dict[str, str | None]):
     """layout.ar_target with a loss mask: value tokens of unjudged attributes carry no loss (their
-    text is "n/a" as a placeholder). Same ids as layout.ar_target for fully judged records."""
+    text is "n/a" as a placeholder). Same ids as layout.ar_target for fully judged records.
+
+    A value keeps its terminator in AR-JSON too when the terminator is a dedicated value-end token
+    (not eos): HPD slot 0 and AR value 0 see the same context, so both must predict the same token
+    after the value. The object ends with '"}' and eos."""
+    eos = tokenizer.eos_token_id
+    keep_term = schema.terminator != eos
     out: list[int] = []
     keep: list[bool] = []
     for n, spec in enumerate(specs):
         value = gold.get(spec.name)
         out += schema.key_ids[n]
         keep += [True] * len(schema.key_ids[n])
-        vids = value_ids(tokenizer, NA if value is None else value, schema.terminator)[:-1]
+        vids = value_ids(tokenizer, NA if value is None else value, schema.terminator)
+        vids = vids if keep_term else vids[:-1]
         out += vids
         keep += [value is not None] * len(vids)
-    out += schema.end_ids + [schema.terminator]
+    out += schema.end_ids + [eos]
     keep += [True] * (len(schema.end_ids) + 1)
     return out, keep
 

@@ -11,7 +11,9 @@ from extraction.engine import layout, masks, modeling
 
 torch.set_num_threads(1)  # tiny models: threads only add contention on a shared 2-core machine
 
-FAMILIES = ["llama", "qwen2", "qwen3", "mistral", "phi3", "gpt_neox"]
+FAMILIES = ["llama", "qwen2", "qwen3", "mistral", "phi3", "gpt_neox",
+            "gemma", "granite", "olmo2", "stablelm", "starcoder2", "cohere"]
+FAMILY_SIZE = {"gemma": {"head_dim": 16}}  # gemma's default head_dim (256) dwarfs a tiny model
 TEXTS = [
     "Diesel Men's Exposure High-Top Sneaker",
     "organic green tea 100 count, 2 pack",
@@ -33,7 +35,7 @@ def tokenizer():
 
 
 def tiny_model(family: str, tokenizer, attn: str = "sdpa", **kw):
-    size = dict(TINY, **kw)
+    size = dict(TINY, **FAMILY_SIZE.get(family, {}), **kw)
     if family == "gpt_neox":
         size.pop("num_key_value_heads")
     return modeling.random_model(family, tokenizer, attn=attn, seed=0, **size)

@@ -31,7 +31,9 @@ def test_positions_jump_by_each_gap_and_restart_per_document(tokenizer):
 def test_ar_target_parses_back_to_the_values(tokenizer):
     schema = layout.schema_prompt(tokenizer, ATTRS)
     target = layout.ar_target(tokenizer, schema, ["Diesel", "n/a", "10-46"])
-    assert target[-1] == schema.terminator
+    assert schema.terminator == tokenizer.convert_tokens_to_ids(layout.VALUE_END) != tokenizer.eos_token_id
+    assert target[-1] == tokenizer.eos_token_id  # the object ends with eos ...
+    assert target.count(schema.terminator) == 3  # ... and every value with the value terminator
     text = tokenizer.decode(target, skip_special_tokens=True)
     assert layout.parse_ar_json(text, [a.name for a in ATTRS]) == {"Brand": "Diesel", "Color": "n/a", "Size": "10-46"}
 

@@ -29,6 +29,7 @@ from extraction.engine.train import (
     new_model,
     run_train,
     training_logits,
+    value_terminator,
 )
 
 DOCS = [
@@ -118,6 +119,7 @@ def test_training_forward_equals_prefill_plus_teacher_forced_hpd_steps(tokenizer
     train_lp = torch.log_softmax(logits, -1)  # [T, V]
 
     schema = schema_prompt(tokenizer, specs)
+    assert schema.terminator == value_terminator(tokenizer) == tokenizer.convert_tokens_to_ids("<|eov|>")
     docs = [doc_ids(tokenizer, ex.text) for ex in hpd_exs]
     values = [[None if ex.gold[s.name] is None else value_ids(tokenizer, ex.gold[s.name], schema.terminator)
                for s in specs] for ex in hpd_exs]

@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from catalog.models import Category, Product
-from extraction.leases import ItemOutcome, lease_batch, record_results, why_nothing_to_lease
+from extraction.leases import ItemOutcome, lease_batch, record_results, renew_leases, why_nothing_to_lease
 from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.services import RunRefused, RunRequest, do_cancel_run, do_start_run, progress
 from tests.support.runs_catalog import make_catalog
@@ -175,3 +175,14 @@ def test_it_cancels_queued_work_and_lets_the_leased_batch_finish(catalog):
     run.refresh_from_db()
     assert run.finished_at and run.done == 4
     assert progress(run).cancelled == 6
+
+
+def test_only_the_owner_renews_a_lease(catalog):
+    run = start(catalog)
+    items = lease_batch(run.id, "w1", 4, lease_seconds=5)
+    ids = [i.id for i in items]
+    before = dict(WorkItem.objects.filter(id__in=ids).values_list("id", "lease_expires_at"))
+    assert renew_leases(ids, "intruder", 600) == 0
+    assert renew_leases(ids, "w1", 600) == 4
+    after = dict(WorkItem.objects.filter(id__in=ids).values_list("id", "lease_expires_at"))
+    assert all(after[i] - before[i] > timedelta(seconds=500) for i in ids)
