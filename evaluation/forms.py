@@ -62,6 +62,6 @@ class CampaignForm(forms.Form):
 class ImportSystemForm(forms.Form):
     name = forms.CharField(max_length=200, help_text="Shown only on results pages, e.g. the vendor's model.")
     catalog = forms.ModelChoiceField(
-        queryset=Catalog.objects.all(), help_text="The catalog the SKUs belong to."
+        queryset=Catalog.objects.all(), empty_label="— choose —", help_text="The catalog the SKUs belong to."
     )
     file = forms.FileField(help_text="CSV with the columns sku, attribute, value (UTF-8).")

@@ -1,6 +1,8 @@
 """Settings of extraction runs, read from the environment at call time so a worker started with a
 different value (the fault drill's short leases) uses it without a settings change."""
 
+from pathlib import Path
+
 from django.conf import settings
 
 from slotwise.env import env_int, env_list
@@ -44,8 +46,20 @@ BUNDLED = ""  # Run.model_dir value meaning "the bundled model (the engine's def
 def model_choices() -> list[tuple[str, str]]:
     """The models a run may use: the bundled one and any directory configured on the workers
     (EXTRACTION_MODEL_DIRS, comma-separated; the workers must see the same paths)."""
-    choices = [(BUNDLED, f"Bundled model ({settings.SLOTWISE_MODEL_DIR})")]
+    choices = [(BUNDLED, bundled_model_label())]
     choices += [
         (path, path) for path in env_list("EXTRACTION_MODEL_DIRS") if path != settings.SLOTWISE_MODEL_DIR
     ]
     return choices
+
+
+def bundled_model_label() -> str:
+    """Says whether the bundled model is there: without its weights the workers fall back to a random
+    stand-in, and an admin starting a run should know its values will be noise."""
+    if not bundled_model_missing():
+        return f"Bundled model ({Path(settings.SLOTWISE_MODEL_DIR).name})"
+    return "Random stand-in (no bundled model yet)"
+
+
+def bundled_model_missing() -> bool:
+    return not (Path(settings.SLOTWISE_MODEL_DIR) / "config.json").is_file()

@@ -1,4 +1,5 @@
 from django import forms
+from django.conf import settings
 
 from catalog.models import Catalog, Category
 from extraction import config
@@ -31,8 +32,14 @@ class RunForm(forms.Form):
     name = forms.CharField(required=False, max_length=200)
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("label_suffix", "")  # labels sit above their fields, as on every other form
         super().__init__(*args, **kwargs)
         self.fields["model_dir"].choices = config.model_choices()
+        if config.bundled_model_missing():
+            self.fields["model_dir"].help_text = (
+                f"No trained model in {settings.SLOTWISE_MODEL_DIR} yet: the workers use a random "
+                "stand-in, so values will be noise."
+            )
 
     def clean_stack(self):
         stack = self.cleaned_data.get("stack")

@@ -47,10 +47,17 @@ def start(request):
         except RunRefused as exc:
             form.add_error(None, str(exc))
         else:
-            total = started[0].total
-            messages.success(request, f"Queued {total} products in {len(started)} run(s).")
+            messages.success(request, started_message(started))
             return redirect("extraction:detail", run_id=started[0].id)
     return render(request, "extraction/start.html", {"form": form}, status=400 if form.errors else 200)
+
+
+def started_message(started: list[Run]) -> str:
+    total = started[0].total
+    products = f"{total} product{'s' if total != 1 else ''}"
+    if len(started) == 1:
+        return f"Queued {products}."
+    return f"Queued {products} in two linked runs, HPD and AR: this page compares them as they finish."
 
 
 @require_GET
@@ -96,6 +103,7 @@ def _run_context(request, run: Run) -> dict:
         context["compare"] = {
             "hpd": hpd,
             "ar": ar,
+            "linked_active": linked.status in ACTIVE,  # the comparison grows until the other run ends too
             "agreement": comparison.agreement_by_attribute(hpd, ar),
             "disagreements": Paginator(comparison.disagreements(hpd, ar), RESULTS_PER_PAGE).get_page(
                 request.GET.get("dpage")
@@ -114,8 +122,11 @@ def detail(request, run_id: int):
         pk=run_id,
     )
     context = _run_context(request, run)
-    if request.htmx and request.htmx.target == "run-results":
-        return render(request, "extraction/_results.html", context)
+    # The page reloads these two parts by themselves: results on a filter change and when the run ends,
+    # the summary (model, totals, HPD/AR comparison) when the run ends.
+    partials = {"run-results": "extraction/_results.html", "run-summary": "extraction/_summary.html"}
+    if request.htmx and request.htmx.target in partials:
+        return render(request, partials[request.htmx.target], context)
     return render(request, "extraction/detail.html", context)
 
 

@@ -46,8 +46,9 @@ def left_pad(seqs: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, 
     return ids, mask
 
 
-def value_confidences(tokenizer, gen: list[int], lps: list[float], text: str, names: list[str],
-                      values: dict[str, str | None]) -> dict[str, ARValue]:
+def value_confidences(
+    tokenizer, gen: list[int], lps: list[float], text: str, names: list[str], values: dict[str, str | None]
+) -> dict[str, ARValue]:
     """Map each value's character span back to the generated tokens -> exp(mean token logprob)."""
     ends, pos = [], 0
     for t in gen:  # approximate character offsets of every generated token
@@ -70,8 +71,14 @@ def value_confidences(tokenizer, gen: list[int], lps: list[float], text: str, na
 
 
 @torch.no_grad()
-def generate_json(model, tokenizer, schema: SchemaPrompt, docs: list[list[int]], batch: int,
-                  prompt_lookup: int | None = None) -> tuple[list[AROutput], int]:
+def generate_json(
+    model,
+    tokenizer,
+    schema: SchemaPrompt,
+    docs: list[list[int]],
+    batch: int,
+    prompt_lookup: int | None = None,
+) -> tuple[list[AROutput], int]:
     """Greedy AR-JSON for every document -> (outputs, forward passes). prompt_lookup forces batch 1."""
     device = next(model.parameters()).device
     names = [a.name for a in schema.attributes]
@@ -81,14 +88,20 @@ def generate_json(model, tokenizer, schema: SchemaPrompt, docs: list[list[int]],
     outs: list[AROutput] = []
     try:
         for i in range(0, len(docs), batch):
-            ids, mask = left_pad([build_ar_prompt(schema, d) for d in docs[i: i + batch]], pad_id, device)
+            ids, mask = left_pad([build_ar_prompt(schema, d) for d in docs[i : i + batch]], pad_id, device)
             kw = {"prompt_lookup_num_tokens": prompt_lookup} if prompt_lookup else {}
             res = model.generate(
-                input_ids=ids, attention_mask=mask, max_new_tokens=ar_max_new_tokens(schema), do_sample=False,
-                eos_token_id=schema.ar_eos, pad_token_id=pad_id, return_dict_in_generate=True,
-                output_logits=True, **kw,
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=ar_max_new_tokens(schema),
+                do_sample=False,
+                eos_token_id=schema.ar_eos,
+                pad_token_id=pad_id,
+                return_dict_in_generate=True,
+                output_logits=True,
+                **kw,
             )
-            new = res.sequences[:, ids.shape[1]:]  # [B, T]
+            new = res.sequences[:, ids.shape[1] :]  # [B, T]
             lp = torch.stack(res.logits, 1).float().log_softmax(-1) if res.logits else None  # [B, T, V]
             for b in range(new.shape[0]):
                 toks = new[b].tolist()
@@ -100,7 +113,9 @@ def generate_json(model, tokenizer, schema: SchemaPrompt, docs: list[list[int]],
                     lps = [0.0] * len(toks)
                 text = tokenizer.decode(toks, skip_special_tokens=True)
                 vals = parse_ar_json(text, names)
-                outs.append(AROutput(text, value_confidences(tokenizer, toks, lps, text, names, vals), len(toks)))
+                outs.append(
+                    AROutput(text, value_confidences(tokenizer, toks, lps, text, names, vals), len(toks))
+                )
     finally:
         counter.close()
     return outs, counter.count

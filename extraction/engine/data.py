@@ -33,8 +33,12 @@ def gold_forms(target_scores: dict) -> dict[str, list[str]]:
 
 def product_from_record(record: dict, index: int = 0) -> Product:
     key = str(record.get("id", index))
-    return Product(key, str(record.get("category", "")), product_text(record),
-                   gold_forms(record.get("target_scores", {})))
+    return Product(
+        key,
+        str(record.get("category", "")),
+        product_text(record),
+        gold_forms(record.get("target_scores", {})),
+    )
 
 
 def products_from_records(records: list[dict]) -> list[Product]:

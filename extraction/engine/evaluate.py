@@ -16,6 +16,7 @@ from . import data as ave
 from .api import LAYOUT_CANDIDATES, AttributeSpec, Document, Extractor, default_model_dir
 from .metric import Report
 
+SPEED_BAR = {"ar": 2.5, "pld": 3.0, "fork": 1.3}  # issue 3: HPD products/s over each baseline, best vs best
 SWEEPS = {"ar": [1, 4, 16, 64], "fork": [1, 4, 16, 64], "pld": [1]}
 DEFAULT_DECODERS = "ar,pld,fork,hpd"
 DEFAULT_BUDGET = 12
@@ -30,15 +31,25 @@ def add_evaluate_parser(subparsers) -> None:
     p.add_argument("--stack", type=int, default=None, help="force HPD stacking J (no sweep over J)")
     p.add_argument("--rows", type=int, default=None, help="force HPD rows per forward")
     p.add_argument("--batch", type=int, default=None, help="force AR / fork batch size (no sweep)")
-    p.add_argument("--max-tokens", type=int, default=None,
-                   help="token budget (gap) per attribute (default: the model's slotwise.json, else 12)")
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="token budget (gap) per attribute (default: the model's slotwise.json, else 12)",
+    )
     p.add_argument("--device", default="cpu", help="cpu or cuda")
-    p.add_argument("--dtype", default=None, help="float32 / bfloat16 (default: float32 on cpu, bfloat16 on cuda)")
+    p.add_argument(
+        "--dtype", default=None, help="float32 / bfloat16 (default: float32 on cpu, bfloat16 on cuda)"
+    )
     p.add_argument("--attn", default="sdpa", help="sdpa or eager")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    p.add_argument("--sweep-limit", type=int, default=48,
-                   help="products (spread over the file) the settings sweep runs on; the best settings then run "
-                        "on every product (0: sweep on every product)")
+    p.add_argument(
+        "--sweep-limit",
+        type=int,
+        default=48,
+        help="products (spread over the file) the settings sweep runs on; the best settings then run "
+        "on every product (0: sweep on every product)",
+    )
     p.add_argument("--json", default=None, help="write the results here")
     p.set_defaults(func=run_evaluate)
 
@@ -96,6 +107,7 @@ class Run:
     tokens_decoded: int = 0
     peak_memory_mb: float = 0.0
     max_value_steps: int = 0
+    longest_value: int = 0  # tokens of the longest value decoded
     layouts: list[str] = field(default_factory=list)
     report: Report | None = None
 
@@ -112,7 +124,9 @@ def budgets(model_dir, max_tokens: int | None) -> tuple[dict[str, int], int]:
     return {k: int(v) for k, v in conf.get("attribute_budgets", {}).items()}, default
 
 
-def groups(products: list[ave.Product], schemas: dict[str, list[str]], per_attr: dict[str, int], default: int):
+def groups(
+    products: list[ave.Product], schemas: dict[str, list[str]], per_attr: dict[str, int], default: int
+):
     """category -> (indices, documents, attributes)."""
     out = {}
     for cat, idx in ave.by_category(products).items():
@@ -123,6 +137,7 @@ def groups(products: list[ave.Product], schemas: dict[str, list[str]], per_attr:
 
 def run_once(ex: Extractor, decoder: str, setting: dict, products, grouped, device: str) -> Run:
     run = Run(decoder, setting)
+    ex.clear_prefix_cache()  # each run pays its own prefix prefills (once per category)
     preds: list[dict] = [{} for _ in products]
     with PeakMemory(device) as mem:
         for idx, docs, attrs in grouped.values():
@@ -134,6 +149,7 @@ def run_once(ex: Extractor, decoder: str, setting: dict, products, grouped, devi
             run.layouts.append(stats.layout)
             for i, r in zip(idx, res, strict=True):
                 preds[i] = r
+                run.longest_value = max([run.longest_value] + [v.steps - 1 for v in r.values()])
     run.peak_memory_mb = mem.peak
     report = Report()
     for p, pred in zip(products, preds, strict=True):
@@ -177,20 +193,30 @@ def write(line: str = "") -> None:
 def table(rows: list[list[str]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for k, r in enumerate(rows):
-        write("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+        write(
+            "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        )
         if k == 0:
             write("  ".join("-" * w for w in widths))
 
 
 def summary(run: Run, n: int) -> dict:
     m = run.report.micro
-    return {"f1": m.f1, "precision": m.precision, "recall": m.recall,
-            "products_per_second": run.products_per_second(n), "seconds": run.seconds,
-            "forward_steps": run.forward_steps,
-            "tokens_per_step": run.tokens_decoded / run.forward_steps if run.forward_steps else 0.0,
-            "peak_memory_mb": run.peak_memory_mb, "settings": setting_text(run.setting),
-            "layouts": sorted(set(run.layouts)), "tokens_decoded": run.tokens_decoded,
-            "longest_decode_steps": run.max_value_steps}
+    return {
+        "f1": m.f1,
+        "precision": m.precision,
+        "recall": m.recall,
+        "products_per_second": run.products_per_second(n),
+        "seconds": run.seconds,
+        "forward_steps": run.forward_steps,
+        "tokens_per_step": run.tokens_decoded / run.forward_steps if run.forward_steps else 0.0,
+        "peak_memory_mb": run.peak_memory_mb,
+        "settings": setting_text(run.setting),
+        "layouts": sorted(set(run.layouts)),
+        "tokens_decoded": run.tokens_decoded,
+        "longest_decode_steps": run.max_value_steps,
+        "longest_value_tokens": run.longest_value,
+    }
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
@@ -227,8 +253,18 @@ def run_evaluate(args: argparse.Namespace) -> int:
             run = run_once(ex, d, s, sample, sample_grouped, args.device)
             sm = summary(run, len(sample))
             label = setting_text(s) if s else "auto (" + ",".join(sorted(set(run.layouts))) + ")"
-            sweep.append([d, label, f"{sm['products_per_second']:.2f}", f"{run.seconds:.2f}", f"{sm['f1']:.3f}",
-                          str(run.forward_steps), f"{sm['tokens_per_step']:.1f}", f"{run.peak_memory_mb:.0f}"])
+            sweep.append(
+                [
+                    d,
+                    label,
+                    f"{sm['products_per_second']:.2f}",
+                    f"{run.seconds:.2f}",
+                    f"{sm['f1']:.3f}",
+                    str(run.forward_steps),
+                    f"{sm['tokens_per_step']:.1f}",
+                    f"{run.peak_memory_mb:.0f}",
+                ]
+            )
             write(f"  {d:5s} {label:34s} {sm['products_per_second']:8.2f} products/s  F1 {sm['f1']:.3f}")
             runs.append(run)
         choice = min(runs, key=lambda r: r.seconds)
@@ -236,32 +272,75 @@ def run_evaluate(args: argparse.Namespace) -> int:
             best[d] = choice
         else:
             best[d] = run_once(ex, d, choice.setting, products, grouped, args.device)
-            write(f"  {d:5s} best {setting_text(choice.setting)} on all {n} products: "
-                  f"{best[d].products_per_second(n):.2f} products/s")
+            write(
+                f"  {d:5s} best {setting_text(choice.setting)} on all {n} products: "
+                f"{best[d].products_per_second(n):.2f} products/s"
+            )
     write()
     write("sweep:")
     table(sweep)
     write()
     write("best settings per decoder:")
     results = {d: summary(r, n) for d, r in best.items()}
-    rows = [["decoder", "settings", "products/s", "seconds", "F1", "P", "R", "fwd steps", "tok/step", "peak MB",
-             "hpd speedup"]]
+    rows = [
+        [
+            "decoder",
+            "settings",
+            "products/s",
+            "seconds",
+            "F1",
+            "P",
+            "R",
+            "fwd steps",
+            "tok/step",
+            "peak MB",
+            "hpd speedup",
+        ]
+    ]
     hpd_pps = results.get("hpd", {}).get("products_per_second")
     for d, sm in results.items():
-        speed = f"{hpd_pps / sm['products_per_second']:.2f}x" if hpd_pps and sm["products_per_second"] else "-"
-        rows.append([d, sm["settings"], f"{sm['products_per_second']:.2f}", f"{sm['seconds']:.2f}",
-                     f"{sm['f1']:.3f}", f"{sm['precision']:.3f}", f"{sm['recall']:.3f}", str(sm["forward_steps"]),
-                     f"{sm['tokens_per_step']:.1f}", f"{sm['peak_memory_mb']:.0f}", speed])
+        speed = (
+            f"{hpd_pps / sm['products_per_second']:.2f}x" if hpd_pps and sm["products_per_second"] else "-"
+        )
+        rows.append(
+            [
+                d,
+                sm["settings"],
+                f"{sm['products_per_second']:.2f}",
+                f"{sm['seconds']:.2f}",
+                f"{sm['f1']:.3f}",
+                f"{sm['precision']:.3f}",
+                f"{sm['recall']:.3f}",
+                str(sm["forward_steps"]),
+                f"{sm['tokens_per_step']:.1f}",
+                f"{sm['peak_memory_mb']:.0f}",
+                speed,
+            ]
+        )
     table(rows)
     if "hpd" in best:
-        write(f"hpd: longest decode per stacked prompt {best['hpd'].max_value_steps} steps + 1 prefill; "
-              f"layouts {','.join(sorted(set(best['hpd'].layouts)))}")
+        h = best["hpd"]
+        ok = "ok" if h.max_value_steps <= h.longest_value else "EXCEEDED"
+        write(
+            f"hpd: forward steps per stacked prompt <= {h.max_value_steps} decode + 1 prefill; longest decoded "
+            f"value {h.longest_value} tokens: {ok}; layouts {','.join(sorted(set(h.layouts)))}"
+        )
+        for d, bar in SPEED_BAR.items():
+            if d in results and results[d]["products_per_second"]:
+                ratio = hpd_pps / results[d]["products_per_second"]
+                write(f"speed bar hpd/{d}: {ratio:.2f}x (bar {bar}x) {'ok' if ratio >= bar else 'BELOW'}")
     if args.json:
-        out = {"model": ex.model_name, "model_revision": ex.model_revision, "random_standin": ex.random_standin,
-               "data": str(args.data), "products": n, "decoders": results,
-               "sweep": [dict(zip(sweep[0], r, strict=True)) for r in sweep[1:]],
-               "per_attribute": {d: r.report.to_dict()["per_attribute"] for d, r in best.items()},
-               "per_category": {d: r.report.to_dict()["per_category"] for d, r in best.items()}}
+        out = {
+            "model": ex.model_name,
+            "model_revision": ex.model_revision,
+            "random_standin": ex.random_standin,
+            "data": str(args.data),
+            "products": n,
+            "decoders": results,
+            "sweep": [dict(zip(sweep[0], r, strict=True)) for r in sweep[1:]],
+            "per_attribute": {d: r.report.to_dict()["per_attribute"] for d, r in best.items()},
+            "per_category": {d: r.report.to_dict()["per_category"] for d, r in best.items()},
+        }
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(out, f, indent=2)
         write(f"wrote {args.json}")

@@ -57,6 +57,7 @@ class Counters:
     forward_steps: int = 0
     tokens_decoded: int = 0
     prefill_tokens: int = 0
+    rows_dropped: int = 0  # rows that left the decode early (all their slots finished)
     max_steps_per_row_batch: list[int] = field(default_factory=list)
 
 
@@ -94,7 +95,9 @@ def build_rows(schema: SchemaPrompt, rows: list[list[RowDoc]], pad_id: int, devi
     for row in rows:
         s_ids, s_pos, s_doc, r_idx, r_start, r_gap, r_doc, r_own = [], [], [], [], [], [], [], []
         for j, rd in enumerate(row):
-            sub = replace(schema, attributes=schema.attributes[: rd.n_keys], key_ids=schema.key_ids[: rd.n_keys])
+            sub = replace(
+                schema, attributes=schema.attributes[: rd.n_keys], key_ids=schema.key_ids[: rd.n_keys]
+            )
             part = doc_layout(sub, rd.doc)
             off = len(s_ids)
             s_ids += part.input_ids
@@ -115,9 +118,15 @@ def build_rows(schema: SchemaPrompt, rows: list[list[RowDoc]], pad_id: int, devi
         return torch.tensor([r + [value] * (width - len(r)) for r in rows_], device=device)
 
     return Rows(
-        input_ids=pad(seqs, L, pad_id), position_ids=pad(poss, L, 0), doc_ids=pad(docs, L, PAD),
-        slot_index=pad(idx, S, 0), slot_start=pad(start, S, 0), slot_gap=pad(gap, S, 0),
-        slot_doc=pad(sdoc, S, PAD), slot_valid=pad([[True] * len(r) for r in idx], S, False), owner=owner,
+        input_ids=pad(seqs, L, pad_id),
+        position_ids=pad(poss, L, 0),
+        doc_ids=pad(docs, L, PAD),
+        slot_index=pad(idx, S, 0),
+        slot_start=pad(start, S, 0),
+        slot_gap=pad(gap, S, 0),
+        slot_doc=pad(sdoc, S, PAD),
+        slot_valid=pad([[True] * len(r) for r in idx], S, False),
+        owner=owner,
     )
 
 
@@ -125,8 +134,15 @@ def build_rows(schema: SchemaPrompt, rows: list[list[RowDoc]], pad_id: int, devi
 
 
 @torch.no_grad()
-def decode_rows(model, schema: SchemaPrompt, prefix_cache, rows: Rows, counters: Counters,
-                max_steps: int | None = None, clock: list[float] | None = None) -> list[list[SlotValue]]:
+def decode_rows(
+    model,
+    schema: SchemaPrompt,
+    prefix_cache,
+    rows: Rows,
+    counters: Counters,
+    max_steps: int | None = None,
+    clock: list[float] | None = None,
+) -> list[list[SlotValue]]:
     """Prefill the rows after the shared prefix, then decode every slot greedily. -> [B][S] values.
     max_steps stops early and clock collects a timestamp after each forward (layout cost probes)."""
     device, dtype = rows.input_ids.device, model.dtype
@@ -146,7 +162,9 @@ def decode_rows(model, schema: SchemaPrompt, prefix_cache, rows: Rows, counters:
     hidden = forward_hidden(model, rows.input_ids, rows.position_ids, mask, cache)  # [B, L, D]
     counters.forward_steps += 1
     counters.prefill_tokens += B * L
-    at_keys = torch.gather(hidden, 1, rows.slot_index[:, :, None].expand(-1, -1, hidden.shape[-1]))  # [B, S, D]
+    at_keys = torch.gather(
+        hidden, 1, rows.slot_index[:, :, None].expand(-1, -1, hidden.shape[-1])
+    )  # [B, S, D]
     tok, lp = greedy(logprobs(model, at_keys))  # [B, S]
     tick(clock, device)
 
@@ -160,36 +178,45 @@ def decode_rows(model, schema: SchemaPrompt, prefix_cache, rows: Rows, counters:
     out_tok[:, :, 0], out_lp[:, :, 0] = tok, lp
     fed = torch.zeros((B, S), dtype=torch.long, device=device)  # value tokens fed back so far
     open_ = rows.slot_valid & (tok != term) & (rows.slot_gap > 0)  # [B, S]
-    last = tok
+    last, start, gap = tok, rows.slot_start, rows.slot_gap
+    row_map = torch.arange(B, device=device)  # active row -> row of the batch
     counters.tokens_decoded += int(rows.slot_valid.sum())
     steps = 0
     while True:
-        n_open = open_.sum(1)  # [B]
+        n_open = open_.sum(1)  # [B']
         q = int(n_open.max())
         if q == 0 or (max_steps is not None and steps >= max_steps):
             break
+        n_active = int((n_open > 0).sum())
+        if n_active <= len(row_map) // 2:  # finished rows leave: drop them from cache and state
+            keep = (n_open > 0).nonzero().squeeze(1)  # [B'']
+            counters.rows_dropped += len(row_map) - len(keep)
+            for layer in cache.layers:
+                layer.select_rows(keep)
+            base, gen_slot, open_, last, fed = base[keep], gen_slot[keep], open_[keep], last[keep], fed[keep]
+            start, gap, row_map = start[keep], gap[keep], row_map[keep]
         # compact: open slots first in each row, padding queries after them
-        order = torch.sort((~open_).to(torch.int8), dim=1, stable=True).indices[:, :q]  # [B, Q]
-        valid = torch.gather(open_, 1, order)  # [B, Q]
-        ids = torch.gather(last, 1, order)  # [B, Q]
-        pos = torch.gather(rows.slot_start + fed, 1, order)  # [B, Q]
-        gen_slot = torch.cat([gen_slot, torch.where(valid, order, PAD)], 1)  # [B, G+Q]
-        mask = masks.step_mask(base, gen_slot, order, valid)  # [B, 1, Q, P+L+G+Q]
-        hidden = forward_hidden(model, ids, pos, mask, cache)  # [B, Q, D]
+        order = torch.sort((~open_).to(torch.int8), dim=1, stable=True).indices[:, :q]  # [B', Q]
+        valid = torch.gather(open_, 1, order)  # [B', Q]
+        ids = torch.gather(last, 1, order)  # [B', Q]
+        pos = torch.gather(start + fed, 1, order)  # [B', Q]
+        gen_slot = torch.cat([gen_slot, torch.where(valid, order, PAD)], 1)  # [B', G+Q]
+        mask = masks.step_mask(base, gen_slot, order, valid)  # [B', 1, Q, P+L+G+Q]
+        hidden = forward_hidden(model, ids, pos, mask, cache)  # [B', Q, D]
         counters.forward_steps += 1
         steps += 1
-        new_tok, new_lp = greedy(logprobs(model, hidden))  # [B, Q]
+        new_tok, new_lp = greedy(logprobs(model, hidden))  # [B', Q]
         tick(clock, device)
-        counters.tokens_decoded += int(n_open.sum())
+        counters.tokens_decoded += int(valid.sum())
 
-        hit = torch.zeros_like(open_).scatter_(1, order, valid)  # [B, S] slots that got a token
+        hit = torch.zeros_like(open_).scatter_(1, order, valid)  # [B', S] slots that got a token
         full_tok = torch.zeros_like(last).scatter_(1, order, new_tok)
-        full_lp = torch.zeros_like(lp).scatter_(1, order, new_lp)
+        full_lp = torch.zeros(hit.shape, dtype=new_lp.dtype, device=device).scatter_(1, order, new_lp)
         fed = fed + hit.long()
-        out_tok[:, :, steps] = torch.where(hit, full_tok, out_tok[:, :, steps])
-        out_lp[:, :, steps] = torch.where(hit, full_lp, out_lp[:, :, steps])
+        out_tok[row_map, :, steps] = torch.where(hit, full_tok, out_tok[row_map, :, steps])
+        out_lp[row_map, :, steps] = torch.where(hit, full_lp, out_lp[row_map, :, steps])
         last = torch.where(hit, full_tok, last)
-        open_ = open_ & (last != term) & (fed < rows.slot_gap)
+        open_ = open_ & (last != term) & (fed < gap)
     counters.max_steps_per_row_batch.append(steps)
     return collect(out_tok.tolist(), out_lp.tolist(), rows.slot_valid.tolist(), term)
 
@@ -228,7 +255,7 @@ def hpd_rows(docs: list[list[int]], n_attr: int, stack: int) -> list[list[RowDoc
     """Group documents J at a time into rows (every slot of every document decoded)."""
     all_slots = list(range(n_attr))
     docs_ = [RowDoc(d, n_attr, all_slots) for d in docs]
-    return [docs_[i: i + stack] for i in range(0, len(docs_), stack)]
+    return [docs_[i : i + stack] for i in range(0, len(docs_), stack)]
 
 
 def fork_rows(docs: list[list[int]], n_attr: int) -> list[list[RowDoc]]:
@@ -236,13 +263,20 @@ def fork_rows(docs: list[list[int]], n_attr: int) -> list[list[RowDoc]]:
     return [[RowDoc(d, n + 1, [n])] for d in docs for n in range(n_attr)]
 
 
-def decode(model, schema: SchemaPrompt, prefix_cache, rows: list[list[RowDoc]], batch_rows: int, pad_id: int,
-           counters: Counters) -> list[dict[tuple[int, int], SlotValue]]:
+def decode(
+    model,
+    schema: SchemaPrompt,
+    prefix_cache,
+    rows: list[list[RowDoc]],
+    batch_rows: int,
+    pad_id: int,
+    counters: Counters,
+) -> list[dict[tuple[int, int], SlotValue]]:
     """Decode rows batch_rows at a time -> per row {(row-doc index, attribute): value}."""
     device = next(model.parameters()).device
     out: list[dict[tuple[int, int], SlotValue]] = []
     for i in range(0, len(rows), batch_rows):
-        chunk = build_rows(schema, rows[i: i + batch_rows], pad_id, device)
+        chunk = build_rows(schema, rows[i : i + batch_rows], pad_id, device)
         values = decode_rows(model, schema, prefix_cache, chunk, counters)
         for own, vals in zip(chunk.owner, values, strict=True):
             out.append({o: v for o, v in zip(own, vals, strict=False)})

@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 NA = "n/a"  # absent attribute
-VALUE_END = "<|eov|>"  # the value terminator when the tokenizer has it (else eos), in HPD slots and AR-JSON alike
+VALUE_END = (
+    "<|eov|>"  # the value terminator when the tokenizer has it (else eos), in HPD slots and AR-JSON alike
+)
 PROMPT_DOC = -1  # doc id of the shared prefix
 PROMPT_SLOT = -1  # slot id of every prompt token
 PAD = -2  # doc / slot id of padding entries: never visible to anyone

@@ -64,8 +64,12 @@ class Counts:
         return self.VC + self.VW + self.NV + self.VN + self.NN
 
     def to_dict(self) -> dict:
-        return {**{k: getattr(self, k) for k in OUTCOMES}, "precision": self.precision, "recall": self.recall,
-                "f1": self.f1}
+        return {
+            **{k: getattr(self, k) for k in OUTCOMES},
+            "precision": self.precision,
+            "recall": self.recall,
+            "f1": self.f1,
+        }
 
 
 @dataclass
@@ -82,9 +86,11 @@ class Report:
         return kind
 
     def to_dict(self) -> dict:
-        return {"micro": self.micro.to_dict(),
-                "per_attribute": {k: v.to_dict() for k, v in sorted(self.per_attribute.items())},
-                "per_category": {k: v.to_dict() for k, v in sorted(self.per_category.items())}}
+        return {
+            "micro": self.micro.to_dict(),
+            "per_attribute": {k: v.to_dict() for k, v in sorted(self.per_attribute.items())},
+            "per_category": {k: v.to_dict() for k, v in sorted(self.per_category.items())},
+        }
 
 
 def evaluate(pairs: Iterable[tuple[str, str, str | None, Iterable[str]]]) -> Report:

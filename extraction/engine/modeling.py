@@ -48,7 +48,9 @@ def revision_of(model_dir: pathlib.Path) -> str:
     """Short hash of the weight / config / tokenizer files of a model directory."""
     h = hashlib.sha256()
     for path in sorted(model_dir.glob("*")):
-        if path.is_file() and (path.suffix in (".json", ".safetensors", ".bin", ".model") or path.name in WEIGHT_FILES):
+        if path.is_file() and (
+            path.suffix in (".json", ".safetensors", ".bin", ".model") or path.name in WEIGHT_FILES
+        ):
             h.update(path.name.encode())
             with path.open("rb") as f:
                 for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -57,6 +59,9 @@ def revision_of(model_dir: pathlib.Path) -> str:
 
 
 def load_dir(model_dir: pathlib.Path, device: str, dtype: torch.dtype, attn: str) -> Loaded:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # no per-load progress bars in worker logs and CLI tables
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, attn_implementation=attn)
     model.to(device).eval()
@@ -77,14 +82,18 @@ def check_servable(config, span: int | None = None) -> None:
         raise UnsupportedModel(f"{name}: encoder-decoder models are not served (decoder-only only)")
     kinds = set(getattr(config, "layer_types", None) or ["full_attention"])
     if kinds - {"full_attention", "sliding_attention"}:
-        raise UnsupportedModel(f"{name}: layer types {sorted(kinds)} are not plain attention (recurrent or linear)")
+        raise UnsupportedModel(
+            f"{name}: layer types {sorted(kinds)} are not plain attention (recurrent or linear)"
+        )
     if getattr(config, "attention_chunk_size", None):
         raise UnsupportedModel(f"{name}: chunked attention is not reproduced by the HPD mask")
     for attr in ("final_logit_softcapping", "attn_logit_softcapping"):
         if getattr(config, attr, None):
             raise UnsupportedModel(f"{name}: {attr} is not supported")
     window = getattr(config, "sliding_window", None)
-    sliding = window is not None and (getattr(config, "layer_types", None) is None or "sliding_attention" in kinds)
+    sliding = window is not None and (
+        getattr(config, "layer_types", None) is None or "sliding_attention" in kinds
+    )
     if sliding and (span is None or window < span):
         raise UnsupportedModel(
             f"{name}: sliding window of {window} tokens is active (needed span {span}); the HPD mask replaces the "
@@ -117,14 +126,19 @@ class AppendLayer(DynamicLayer):
         q = key_states.shape[-2]
         if self.length + q > self.capacity:
             raise RuntimeError(f"cache capacity {self.capacity} exceeded")
-        self._k[:, :, self.length: self.length + q] = key_states
-        self._v[:, :, self.length: self.length + q] = value_states
+        self._k[:, :, self.length : self.length + q] = key_states
+        self._v[:, :, self.length : self.length + q] = value_states
         self.length += q
         self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
         return self.keys, self.values
 
     def get_seq_length(self) -> int:
         return self.length
+
+    def select_rows(self, keep: torch.Tensor) -> None:
+        """Keep only these batch rows (finished rows leave the decode)."""
+        self._k, self._v = self._k.index_select(0, keep), self._v.index_select(0, keep)
+        self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
 
 
 def expand_cache(prefix: DynamicCache, rows: int, capacity: int | None = None) -> DynamicCache:
@@ -186,24 +200,43 @@ def build_tokenizer(texts: list[str], vocab_size: int = 2048) -> PreTrainedToken
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=["<pad>", "<s>", "</s>", VALUE_END],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+        vocab_size=vocab_size,
+        special_tokens=["<pad>", "<s>", "</s>", VALUE_END],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
     )
     corpus = [INSTRUCTION, STANDIN_CORPUS, 'Product: \nJSON: {"a": "b", "c": "d"}', *texts]
     tok.train_from_iterator(corpus, trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
-                                   additional_special_tokens=[VALUE_END])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token="<pad>",
+        bos_token="<s>",
+        eos_token="</s>",
+        additional_special_tokens=[VALUE_END],
+    )
 
 
-STANDIN_SIZE = {"hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
-                "num_attention_heads": 4, "num_key_value_heads": 4, "max_position_embeddings": 4096}
+STANDIN_SIZE = {
+    "hidden_size": 256,
+    "intermediate_size": 768,
+    "num_hidden_layers": 6,  # train.py's "small"
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": True,
+}
+STANDIN_VOCAB = 1024
 
 
 def random_model(model_type: str, tokenizer, attn: str = "sdpa", seed: int = 0, **size) -> torch.nn.Module:
     """A randomly initialised causal LM of the given family (llama, qwen2, qwen3, mistral, phi3, gpt_neox...)."""
     kw = dict(STANDIN_SIZE, **size)
-    kw.update(vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-              pad_token_id=tokenizer.pad_token_id)
+    kw.update(
+        vocab_size=len(tokenizer),
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     if model_type == "gpt_neox":
         kw.pop("num_key_value_heads", None)
     config = AutoConfig.for_model(model_type, **kw)
@@ -214,7 +247,7 @@ def random_model(model_type: str, tokenizer, attn: str = "sdpa", seed: int = 0, 
 
 
 def random_standin(texts: list[str], device: str, dtype: torch.dtype, attn: str) -> Loaded:
-    """The stand-in used until the bundled model exists: a ~4M-parameter random Llama."""
-    tok = build_tokenizer(texts)
+    """The stand-in used until the bundled model exists: a random Llama of the bundled model's size."""
+    tok = build_tokenizer(texts, STANDIN_VOCAB)
     model = random_model("llama", tok, attn=attn).to(device=device, dtype=dtype)
     return Loaded(model, tok, "random-llama-standin", "random0", random_standin=True)

@@ -417,9 +417,13 @@ def new_model(tokenizer, size: str, seed: int, max_positions: int = 4096):
     return LlamaForCausalLM(config)
 
 
-def load_base(base: str, device: str):
+def load_base(base: str, device: str, add_value_end: bool = True):
+    """A local HF causal LM and its tokenizer. With add_value_end, ``<|eov|>`` (layout.VALUE_END)
+    joins the vocabulary (embeddings resized): values then end with it in HPD and AR-JSON alike, so
+    HPD slot 0 and AR value 0, which see the same context, are trained on the same target."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from .layout import VALUE_END
     from .modeling import check_servable
 
     tokenizer = AutoTokenizer.from_pretrained(base)
@@ -430,6 +434,10 @@ def load_base(base: str, device: str):
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype, attn_implementation="sdpa")
     check_servable(model.config, span=4096)
+    if add_value_end and VALUE_END not in tokenizer.get_vocab():
+        tokenizer.add_special_tokens({"additional_special_tokens": [VALUE_END]})
+        model.resize_token_embeddings(len(tokenizer))
+        log.info("added %s to the tokenizer (id %d)", VALUE_END, tokenizer.convert_tokens_to_ids(VALUE_END))
     return model, tokenizer
 
 
@@ -527,6 +535,8 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--minutes", type=float, default=0.0, help="time cap in minutes (0 = none)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--keep-vocab", action="store_true",
+                   help="--base: do not add <|eov|> (values then end with eos; HPD slot 0 and AR value 0 conflict)")
     p.add_argument("--size", choices=sorted(SIZES), default="small", help="model preset when training from scratch")
     p.add_argument("--vocab-size", type=int, default=1024)
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default 2e-3 scratch, 5e-5 --base)")
@@ -554,7 +564,7 @@ def run_train(args) -> int:
     log.info("training products: %d in %d schemas; dev: %s", corpus.size, len(corpus.groups),
              {k: len(v) for k, v in corpus.dev.items()})
     if args.base:
-        model, tokenizer = load_base(args.base, args.device)
+        model, tokenizer = load_base(args.base, args.device, add_value_end=not args.keep_vocab)
         lr = args.lr or 5e-5
     else:
         from .tokenizer_train import build_tokenizer

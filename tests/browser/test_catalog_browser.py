@@ -68,6 +68,7 @@ def test_an_admin_creates_a_schema_uploads_a_catalog_and_gets_the_error_report(l
             assert page.evaluate("window.__samePage") is True
 
             page.click("nav >> text=Upload")
+            page.wait_for_url("**/catalog/upload/")  # waits for "load": the deferred drop handler is attached
             page.fill("#id_new_catalog", "Shop")
             page.evaluate(DROP_FILE, ["tvs.csv", CSV])
             assert page.inner_text("#drop-file") == "tvs.csv"

@@ -124,3 +124,29 @@ def test_a_conflict_shows_the_current_value_in_the_row_and_a_second_try_works(
         page.wait_for_selector(f"#value-{first.pk}.status-accepted")
     first.refresh_from_db()
     assert (first.review_status, first.reviewed_by, first.version) == ("accepted", bob, 2)
+
+
+def test_a_long_unbroken_value_wraps_instead_of_squeezing_the_product_column(live_server, bob, password):
+    """QA: a random stand-in's 60-letter values crushed product titles to one word per line."""
+    long_value = "reen" * 40
+
+    def value_of(i, name):
+        return (long_value if name == "Brand" else f"{name.lower()}{i}", 0.5)
+
+    scene = make_scenario(products=2, value_of=value_of)
+    with chromium_page() as page:
+        page.set_viewport_size({"width": 1280, "height": 900})
+        sign_in(page, live_server.url, "bob", password)
+        page.goto(f"{live_server.url}/review/queue/?run={scene.run.pk}")
+        page.wait_for_selector(".vrow")
+        widths = page.evaluate(
+            """() => {
+              const row = document.querySelector('.vrow');
+              const width = sel => row.querySelector(sel).getBoundingClientRect().width;
+              return {product: width('.c-product'), value: width('.c-value'), list: row.getBoundingClientRect().width,
+                      page: document.documentElement.scrollWidth, viewport: window.innerWidth};
+            }"""
+        )
+    assert widths["page"] <= widths["viewport"]  # no sideways scrolling
+    assert widths["product"] >= widths["list"] * 0.2  # about its 2/8.2 share, not one word wide
+    assert widths["value"] <= widths["list"] * 0.3

@@ -56,6 +56,9 @@ def test_an_admin_starts_a_run_on_the_demo_catalog_and_watches_it_finish(
         assert page.inner_text("#run-failed") == "0"
         page.wait_for_function("document.querySelectorAll('#results-table tr.item-done').length === 5")
         assert page.locator("#results-table .chip").count() == 5 * 9  # Shoes has 9 attributes
+        # The summary reloads by itself once the run ends: the worker's model and totals, no reload (QA).
+        page.wait_for_selector("#run-model:not(:has-text('loads when'))")
+        assert int(page.inner_text("#run-forward-steps").split()[0]) > 0
 
     run = Run.objects.get()
     assert run.status == Run.Status.DONE and run.created_by == alice

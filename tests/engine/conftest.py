@@ -11,8 +11,20 @@ from extraction.engine import layout, masks, modeling
 
 torch.set_num_threads(1)  # tiny models: threads only add contention on a shared 2-core machine
 
-FAMILIES = ["llama", "qwen2", "qwen3", "mistral", "phi3", "gpt_neox",
-            "gemma", "granite", "olmo2", "stablelm", "starcoder2", "cohere"]
+FAMILIES = [
+    "llama",
+    "qwen2",
+    "qwen3",
+    "mistral",
+    "phi3",
+    "gpt_neox",
+    "gemma",
+    "granite",
+    "olmo2",
+    "stablelm",
+    "starcoder2",
+    "cohere",
+]
 FAMILY_SIZE = {"gemma": {"head_dim": 16}}  # gemma's default head_dim (256) dwarfs a tiny model
 TEXTS = [
     "Diesel Men's Exposure High-Top Sneaker",
@@ -25,8 +37,14 @@ ATTRS = [
     layout.AttributeSpec("Color", "the main colour", 3),
     layout.AttributeSpec("Size", max_tokens=6),
 ]
-TINY = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "initializer_range": 0.2}
+TINY = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "initializer_range": 0.2,
+}
 
 
 @pytest.fixture(scope="session")
@@ -48,8 +66,13 @@ def with_terminator(schema: layout.SchemaPrompt, term: int) -> layout.SchemaProm
 @torch.no_grad()
 def reference_decode(model, schema: layout.SchemaPrompt, doc: list[int], n: int) -> tuple[list[int], bool]:
     """Plain greedy decode of value n alone -> (value ids, truncated)."""
-    sub = layout.SchemaPrompt(schema.attributes[: n + 1], schema.prefix_ids, schema.key_ids[: n + 1],
-                              schema.end_ids, schema.terminator)
+    sub = layout.SchemaPrompt(
+        schema.attributes[: n + 1],
+        schema.prefix_ids,
+        schema.key_ids[: n + 1],
+        schema.end_ids,
+        schema.terminator,
+    )
     lay = layout.build_hpd_layout(sub, [doc])
     ids, pos = torch.tensor([lay.input_ids]), torch.tensor([lay.position_ids])
     T = ids.shape[1]
@@ -64,7 +87,12 @@ def reference_decode(model, schema: layout.SchemaPrompt, doc: list[int], n: int)
             return out, True
         out.append(int(tok))
         T += 1
-        hidden = modeling.forward_hidden(model, tok.view(1, 1), torch.tensor([[start + k]]),
-                                         masks.causal_mask(1, 1, T, model.dtype, "cpu"), cache)
+        hidden = modeling.forward_hidden(
+            model,
+            tok.view(1, 1),
+            torch.tensor([[start + k]]),
+            masks.causal_mask(1, 1, T, model.dtype, "cpu"),
+            cache,
+        )
         tok, _ = modeling.greedy(modeling.logprobs(model, hidden[:, -1]))
     raise AssertionError("unreachable")

@@ -19,8 +19,12 @@ from extraction.engine.api import (
 
 from .conftest import TEXTS, tiny_model
 
-DOCS = [Document("sku-long", TEXTS[1] + " extra words for length"), Document("sku-a", TEXTS[0]),
-        Document("sku-b", TEXTS[2]), Document("sku-c", TEXTS[3])]
+DOCS = [
+    Document("sku-long", TEXTS[1] + " extra words for length"),
+    Document("sku-a", TEXTS[0]),
+    Document("sku-b", TEXTS[2]),
+    Document("sku-c", TEXTS[3]),
+]
 SPECS = [AttributeSpec("Brand", max_tokens=4), AttributeSpec("Color", "main colour", 3)]
 
 
@@ -91,22 +95,69 @@ def test_default_model_dir_reads_the_environment(monkeypatch, tmp_path):
 
 def test_evaluate_cli_writes_the_json_layout(model_dir, tmp_path, capsys):
     rows = [
-        {"input": TEXTS[0], "category": "Shoes", "target_scores": {"Brand": {"Diesel": 1}, "Color": {"n/a": 1}}},
+        {
+            "input": TEXTS[0],
+            "category": "Shoes",
+            "target_scores": {"Brand": {"Diesel": 1}, "Color": {"n/a": 1}},
+        },
         {"input": TEXTS[2], "category": "Music", "target_scores": {"Brand": {"Fender": 1}}},
-        {"id": 7, "category": "Music", "input_title": "Yamaha strings", "input_description": "steel",
-         "target_scores": {"Brand": {"Yamaha": {"pid": [0], "score": 1}}, "Gauge": {"n/a": 1}}},
+        {
+            "id": 7,
+            "category": "Music",
+            "input_title": "Yamaha strings",
+            "input_description": "steel",
+            "target_scores": {"Brand": {"Yamaha": {"pid": [0], "score": 1}}, "Gauge": {"n/a": 1}},
+        },
     ]
     data = tmp_path / "mini.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in rows))
     out = tmp_path / "out.json"
-    code = main(["evaluate", "--data", str(data), "--model", str(model_dir), "--batch", "2", "--stack", "2",
-                 "--max-tokens", "3", "--json", str(out)])
+    code = main(
+        [
+            "evaluate",
+            "--data",
+            str(data),
+            "--model",
+            str(model_dir),
+            "--batch",
+            "2",
+            "--stack",
+            "2",
+            "--max-tokens",
+            "3",
+            "--json",
+            str(out),
+        ]
+    )
     assert code == 0
     res = json.loads(out.read_text())
     assert res["products"] == 3 and set(res["decoders"]) == {"ar", "pld", "fork", "hpd"}
-    keys = {"f1", "precision", "recall", "products_per_second", "seconds", "forward_steps", "tokens_per_step",
-            "peak_memory_mb"}
+    keys = {
+        "f1",
+        "precision",
+        "recall",
+        "products_per_second",
+        "seconds",
+        "forward_steps",
+        "tokens_per_step",
+        "peak_memory_mb",
+    }
     for d in res["decoders"].values():
         assert keys <= set(d)
     printed = capsys.readouterr().out
     assert "best settings" in printed and "hpd" in printed
+
+
+def test_bfloat16_runs_every_decoder(model_dir):
+    ex = Extractor(model_dir, dtype="bfloat16", attn="eager")
+    for decoder in ("hpd", "fork", "ar"):
+        results, _ = ex.extract(DOCS[:2], SPECS, decoder=decoder, stack=2 if decoder == "hpd" else None)
+        assert [set(r) for r in results] == [{"Brand", "Color"}] * 2
+
+
+def test_auto_layout_is_measured_and_cached(extractor):
+    extractor._layouts.clear()
+    _, stats = extractor.extract(DOCS * 4, SPECS)
+    assert stats.layout.startswith("stack=") and extractor.last_layout_costs
+    assert all(cost > 0 for cost in extractor.last_layout_costs.values())
+    assert len(extractor._layouts) == 1

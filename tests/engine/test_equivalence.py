@@ -13,11 +13,18 @@ from extraction.engine import hpd, layout, masks
 from .conftest import ATTRS, FAMILIES, TEXTS, reference_decode, tiny_model, with_terminator
 
 
-def run_hpd(model, schema, docs, stack: int, rows: int) -> list[list[hpd.SlotValue]]:
+def run_hpd(model, schema, docs, stack: int, rows: int, counters=None) -> list[list[hpd.SlotValue]]:
     """-> values[d][n] in document order."""
     pc = hpd.prefill_prefix(model, schema.prefix_ids, "cpu")
-    decoded = hpd.decode(model, schema, pc, hpd.hpd_rows(docs, len(schema.attributes), stack), rows, 0,
-                         hpd.Counters())
+    decoded = hpd.decode(
+        model,
+        schema,
+        pc,
+        hpd.hpd_rows(docs, len(schema.attributes), stack),
+        rows,
+        0,
+        counters or hpd.Counters(),
+    )
     out = []
     for r in decoded:
         for j in sorted({j for j, _ in r}):
@@ -95,7 +102,9 @@ def test_forward_steps_are_the_longest_value_plus_one(tokenizer):
 def test_fork_rows_decode_the_same_values(tokenizer):
     model, schema, docs = setup("qwen3", "sdpa", tokenizer)
     pc = hpd.prefill_prefix(model, schema.prefix_ids, "cpu")
-    forked = hpd.decode(model, schema, pc, hpd.fork_rows(docs, 3), 5, 0, hpd.Counters())
+    counters = hpd.Counters()
+    forked = hpd.decode(model, schema, pc, hpd.fork_rows(docs, 3), 9, 0, counters)
+    assert counters.rows_dropped > 0  # rows whose slot finished left the decode; values unchanged
     values = run_hpd(model, schema, docs, stack=2, rows=2)
     for r, row in enumerate(forked):
         d, n = divmod(r, 3)

@@ -35,15 +35,26 @@ def test_ar_target_parses_back_to_the_values(tokenizer):
     assert target[-1] == tokenizer.eos_token_id  # the object ends with eos ...
     assert target.count(schema.terminator) == 3  # ... and every value with the value terminator
     text = tokenizer.decode(target, skip_special_tokens=True)
-    assert layout.parse_ar_json(text, [a.name for a in ATTRS]) == {"Brand": "Diesel", "Color": "n/a", "Size": "10-46"}
+    assert layout.parse_ar_json(text, [a.name for a in ATTRS]) == {
+        "Brand": "Diesel",
+        "Color": "n/a",
+        "Size": "10-46",
+    }
 
 
 def test_parse_ar_json_tolerates_broken_output():
     names = ["Brand", "Color", "Size"]
     assert layout.parse_ar_json('"Brand": "Diesel", "Color": "Red', names) == {
-        "Brand": "Diesel", "Color": "Red", "Size": None}
+        "Brand": "Diesel",
+        "Color": "Red",
+        "Size": None,
+    }
     assert layout.parse_ar_json("garbage", names) == {"Brand": None, "Color": None, "Size": None}
-    assert layout.parse_ar_json('{"Brand": "A", "Size": 3}', names) == {"Brand": "A", "Color": None, "Size": "3"}
+    assert layout.parse_ar_json('{"Brand": "A", "Size": 3}', names) == {
+        "Brand": "A",
+        "Color": None,
+        "Size": "3",
+    }
 
 
 @torch.no_grad()
@@ -54,23 +65,33 @@ def test_training_example_matches_a_teacher_forced_reference(tokenizer):
     ex = layout.hpd_training_example(tokenizer, schema, TEXTS[:2], values)
     t = lambda x: torch.tensor([x])  # noqa: E731
     mask = masks.hpd_mask(t(ex.position_ids), t(ex.doc_ids), t(ex.slot_ids), torch.float32)
-    lp = modeling.logprobs(model, modeling.forward_hidden(model, t(ex.input_ids), t(ex.position_ids), mask,
-                                                          modeling.new_cache()))[0]
+    lp = modeling.logprobs(
+        model, modeling.forward_hidden(model, t(ex.input_ids), t(ex.position_ids), mask, modeling.new_cache())
+    )[0]
     lay = layout.build_hpd_layout(schema, [layout.doc_ids(tokenizer, d) for d in TEXTS[:2]])
     appended = len(lay.input_ids)
     for j, doc in enumerate(TEXTS[:2]):
         for n in range(len(ATTRS)):
             target = layout.value_ids(tokenizer, values[j][n], schema.terminator, ATTRS[n].max_tokens)
-            sub = layout.SchemaPrompt(ATTRS[: n + 1], schema.prefix_ids, schema.key_ids[: n + 1], schema.end_ids,
-                                      schema.terminator)
+            sub = layout.SchemaPrompt(
+                ATTRS[: n + 1], schema.prefix_ids, schema.key_ids[: n + 1], schema.end_ids, schema.terminator
+            )
             ref = layout.build_hpd_layout(sub, [layout.doc_ids(tokenizer, doc)])
             ids = ref.input_ids + target[:-1]
             pos = ref.position_ids + [ref.slot_start[0][n] + k for k in range(len(target) - 1)]
             T = len(ids)
-            ref_lp = modeling.logprobs(model, modeling.forward_hidden(
-                model, t(ids), t(pos), masks.causal_mask(1, T, T, torch.float32, "cpu"), modeling.new_cache()))[0]
+            ref_lp = modeling.logprobs(
+                model,
+                modeling.forward_hidden(
+                    model,
+                    t(ids),
+                    t(pos),
+                    masks.causal_mask(1, T, T, torch.float32, "cpu"),
+                    modeling.new_cache(),
+                ),
+            )[0]
             rows = [lay.key_end[j][n]] + list(range(appended, appended + len(target) - 1))
             assert [ex.labels[r] for r in rows] == target
-            torch.testing.assert_close(lp[rows], ref_lp[len(ref.input_ids) - 1:], atol=1e-4, rtol=1e-4)
+            torch.testing.assert_close(lp[rows], ref_lp[len(ref.input_ids) - 1 :], atol=1e-4, rtol=1e-4)
             appended += len(target) - 1
     assert sum(lbl != -100 for lbl in ex.labels) == appended - len(lay.input_ids) + 6

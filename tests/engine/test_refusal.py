@@ -9,8 +9,9 @@ from extraction.engine.modeling import UnsupportedModel, check_servable
 
 
 def config(model_type: str, **kw):
-    return AutoConfig.for_model(model_type, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                                intermediate_size=128, **kw)
+    return AutoConfig.for_model(
+        model_type, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, **kw
+    )
 
 
 def test_it_refuses_an_active_sliding_window():
@@ -46,8 +47,16 @@ def test_extractor_refuses_a_sliding_model_at_extract(tmp_path, tokenizer):
     from extraction.engine.api import AttributeSpec, Document, Extractor
     from extraction.engine.modeling import random_model
 
-    model = random_model("mistral", tokenizer, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=2, sliding_window=8)
+    model = random_model(
+        "mistral",
+        tokenizer,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        sliding_window=8,
+    )
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     ex = Extractor(tmp_path)

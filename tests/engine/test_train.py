@@ -280,3 +280,39 @@ def test_training_is_seeded(tmp_path):
         run_train(args)
         losses.append(json.loads((tmp_path / run / "training.json").read_text())["history"])
     assert losses[0] == [{**h, "minutes": losses[0][i]["minutes"]} for i, h in enumerate(losses[1])]
+
+
+def test_base_fine_tunes_a_local_hf_model_and_adds_the_value_end_token(tmp_path):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    from extraction.engine.modeling import random_model
+    from extraction.engine.tokenizer_train import wrap
+
+    raw = Tokenizer(models.BPE())
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.decoder = decoders.ByteLevel()
+    raw.train_from_iterator(DOCS * 2, trainers.BpeTrainer(
+        vocab_size=300, special_tokens=["<pad>", "<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    tok = wrap(raw)  # no <|eov|>: a base model's tokenizer usually lacks it
+    base = tmp_path / "base"
+    model = random_model("qwen2", tok, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1)
+    model.save_pretrained(str(base))
+    tok.save_pretrained(str(base))
+    parser = argparse.ArgumentParser()
+    add_train_parser(parser.add_subparsers(dest="cmd"))
+    out = tmp_path / "ft"
+    args = parser.parse_args(["train", "--data", *write_toy_data(tmp_path), "--out", str(out), "--base", str(base),
+                              "--steps", "2", "--batch-tokens", "600", "--row-tokens", "300", "--threads", "1",
+                              "--splits-dir", str(tmp_path / "splits")])
+    assert run_train(args) == 0
+    from extraction.engine.api import Document, Extractor
+
+    ex = Extractor(out)
+    assert type(ex.model).__name__ == "Qwen2ForCausalLM"
+    eov = ex.tokenizer.convert_tokens_to_ids("<|eov|>")
+    assert value_terminator(ex.tokenizer) == eov != ex.tokenizer.eos_token_id
+    assert ex.model.get_input_embeddings().weight.shape[0] > eov  # embeddings resized for the new token
+    res, _ = ex.extract([Document("a", DOCS[0])], [AttributeSpec(n, max_tokens=3) for n in NAMES], stack=1, rows=1)
+    assert set(res[0]) == set(NAMES)

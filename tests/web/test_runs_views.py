@@ -164,3 +164,63 @@ def test_a_watched_run_nobody_works_on_is_kicked_again(client_for, alice, catalo
     client_for(alice).get(reverse("extraction:progress", args=[run.id]), HTTP_HX_REQUEST="true")
     run.refresh_from_db()
     assert run.last_kick_at is not None
+
+
+def test_the_run_page_reloads_its_model_and_totals_when_the_run_finishes(client_for, alice, catalog):
+    """QA: the model and forward steps stayed at "(loads when a worker starts)" / 0 until a manual reload."""
+    run = do_start_run(RunRequest(decoder="hpd", catalog=catalog))[0]
+    client = client_for(alice)
+    page = client.get(reverse("extraction:detail", args=[run.id])).content.decode()
+    assert 'id="run-summary"' in page and 'hx-trigger="run-finished from:body"' in page
+    assert "(loads when a worker starts)" in page
+    finish(run)
+    Run.objects.filter(pk=run.pk).update(model_name="tiny-llama", model_revision="r1", forward_steps=42)
+    response = client.get(
+        reverse("extraction:detail", args=[run.id]), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="run-summary"
+    )
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="run-summary"')
+    assert "tiny-llama" in body and ">42 (" in body
+    assert "<html" not in body and "Products</h2>" not in body  # the partial only, not the page
+
+
+def test_the_start_form_says_when_the_bundled_model_is_missing(
+    client_for, alice, catalog, settings, tmp_path
+):
+    """QA: the model menu showed a server path and never said that without weights the values are noise."""
+    settings.SLOTWISE_MODEL_DIR = str(tmp_path / "slotwise-ave")
+    page = client_for(alice).get(reverse("extraction:start")).content.decode()
+    assert "Random stand-in (no bundled model yet)" in page
+    assert "values will be noise" in page
+    assert "Catalog:" not in page  # labels without a colon, like every other form
+    (tmp_path / "slotwise-ave").mkdir()
+    (tmp_path / "slotwise-ave" / "config.json").write_text("{}")
+    page = client_for(alice).get(reverse("extraction:start")).content.decode()
+    assert "Bundled model (slotwise-ave)" in page and "values will be noise" not in page
+
+
+def test_the_comparison_keeps_refreshing_while_the_linked_run_works(client_for, alice, catalog):
+    """QA: "Both" lands on the HPD run, which ends first; its comparison stayed empty until a manual reload."""
+    hpd, ar = do_start_run(RunRequest(decoder="both", catalog=catalog))
+    finish(hpd)
+    client = client_for(alice)
+    summary = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "run-summary"}
+    body = client.get(reverse("extraction:detail", args=[hpd.id]), **summary).content.decode()
+    assert 'hx-trigger="run-finished from:body, every 5s"' in body
+    finish(ar)
+    body = client.get(reverse("extraction:detail", args=[hpd.id]), **summary).content.decode()
+    assert "every 5s" not in body and "<td>Brand</td><td>10</td><td>10</td>" in body
+
+
+def test_the_start_message_counts_products_and_runs_in_plain_words(client_for, alice, catalog):
+    """QA: "Queued 1 products in 2 run(s)." after starting both decoders on one product."""
+    client = client_for(alice)
+    response = client.post(
+        reverse("extraction:start"), {"search": "SH-0003", "decoder": "both", "model_dir": ""}, follow=True
+    )
+    body = response.content.decode()
+    assert "Queued 1 product in two linked runs, HPD and AR" in body and "run(s)" not in body
+    response = client.post(
+        reverse("extraction:start"), {"catalog": catalog.id, "decoder": "hpd"}, follow=True
+    )
+    assert "Queued 10 products." in response.content.decode()
