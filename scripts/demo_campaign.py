@@ -97,7 +97,7 @@ def main() -> int:
         worker.wait()
     for run in Run.objects.filter(pk__in=[hpd.pk, ar.pk]):
         sys.stdout.write(
-            f"run {run.pk} {run.decoder}: {run.status}, {run.done}/{run.total} done, {run.failed} failed\n"
+            f"run {run.pk} {run.decoder}: {run.status}, {run.done}/{run.total} done, {run.failed} failed {run.error}\n"
         )
 
     call_command(
