@@ -17,7 +17,7 @@ import pathlib
 import time
 from dataclasses import dataclass
 
-from .layout import NA, AttributeSpec, SchemaPrompt, doc_ids, schema_prompt
+from .layout import NA, AttributeSpec, SchemaPrompt, doc_ids, schema_prompt, span_ids
 
 __all__ = ["AttributeSpec", "BatchStats", "Document", "Extractor", "ValueResult", "default_model_dir"]
 
@@ -88,9 +88,13 @@ class Extractor:
         device: str = "cpu",
         dtype: str | None = None,
         attn: str = "sdpa",
+        extractive: bool = False,
     ):
+        """extractive: every value is a token span of its document or "n/a" (hpd, fork and ar;
+        pld stays unconstrained). Off by default: plain greedy decoding."""
         from . import modeling
 
+        self.extractive = extractive
         self.device = device
         self.torch_dtype = modeling.default_dtype(device, dtype)
         path = pathlib.Path(model_dir) if model_dir is not None else default_model_dir()
@@ -201,12 +205,13 @@ class Extractor:
         self.check_span(schema, ids)
         order = sorted(range(len(docs)), key=lambda i: len(ids[i]))  # similar lengths share a batch
         sorted_ids = [ids[i] for i in order]
+        spans = [span_ids(self.tokenizer, docs[i].text) for i in order] if self.extractive else None
         t0 = time.perf_counter()
         with torch.inference_mode():
             if decoder in ("hpd", "fork"):
-                res, stats = self._run_hpd(schema, sorted_ids, decoder, stack, rows, batch)
+                res, stats = self._run_hpd(schema, sorted_ids, decoder, stack, rows, batch, spans)
             else:
-                res, stats = self._run_ar(schema, sorted_ids, decoder, batch)
+                res, stats = self._run_ar(schema, sorted_ids, decoder, batch, spans)
         if str(self.device).startswith("cuda"):
             torch.cuda.synchronize()
         stats.seconds = time.perf_counter() - t0
@@ -215,7 +220,7 @@ class Extractor:
             out[i] = res[pos]
         return out, stats
 
-    def _run_hpd(self, schema, ids, decoder, stack, rows, batch):
+    def _run_hpd(self, schema, ids, decoder, stack, rows, batch, spans=None):
         from . import hpd
 
         names = [a.name for a in schema.attributes]
@@ -225,15 +230,17 @@ class Extractor:
         counters.forward_steps += spent
         if decoder == "fork":
             J, R = 1, batch or DEFAULT_BATCH
-            row_docs = hpd.fork_rows(ids, N)
+            row_docs = hpd.fork_rows(ids, N, spans)
         else:
             if stack is None and rows is None:
                 J, R = self.choose_layout(schema, ids)
             else:
                 J = stack or 1
                 R = rows or max(1, math.ceil(64 / J))
-            row_docs = hpd.hpd_rows(ids, N, J)
-        decoded = hpd.decode(self.model, schema, pc, row_docs, R, self.pad_id, counters)
+            row_docs = hpd.hpd_rows(ids, N, J, spans)
+        decoded = hpd.decode(
+            self.model, schema, pc, row_docs, R, self.pad_id, counters, extractive=spans is not None
+        )
         res: list[dict[str, ValueResult]] = [{} for _ in ids]
         for r, vals in enumerate(decoded):
             for (j, n), v in vals.items():
@@ -254,12 +261,15 @@ class Extractor:
         conf = math.exp(sum(v.logprobs) / len(v.logprobs)) if v.logprobs else 0.0
         return ValueResult(text, conf, v.steps, v.truncated)
 
-    def _run_ar(self, schema, ids, decoder, batch):
+    def _run_ar(self, schema, ids, decoder, batch, spans=None):
         from .ar import generate_json
 
         lookup = PROMPT_LOOKUP_TOKENS if decoder == "pld" else None
         B = 1 if lookup else (batch or DEFAULT_BATCH)
-        outs, forwards = generate_json(self.model, self.tokenizer, schema, ids, B, prompt_lookup=lookup)
+        spans = None if lookup else spans  # prompt lookup stays unconstrained
+        outs, forwards = generate_json(
+            self.model, self.tokenizer, schema, ids, B, prompt_lookup=lookup, spans=spans
+        )
         res = []
         for o in outs:
             row = {}

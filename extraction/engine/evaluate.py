@@ -50,6 +50,12 @@ def add_evaluate_parser(subparsers) -> None:
         help="products (spread over the file) the settings sweep runs on; the best settings then run "
         "on every product (0: sweep on every product)",
     )
+    p.add_argument(
+        "--extractive",
+        action="store_true",
+        help="constrain every value to a token span of its document or n/a (hpd, fork, ar; "
+        "pld stays unconstrained). Off by default: plain greedy figures",
+    )
     p.add_argument("--json", default=None, help="write the results here")
     p.set_defaults(func=run_evaluate)
 
@@ -228,12 +234,15 @@ def run_evaluate(args: argparse.Namespace) -> int:
     everything = ave.load_jsonl(args.data)
     schemas = ave.schemas(everything)  # schema = union over the whole file
     products = everything[: args.limit] if args.limit else everything
-    ex = Extractor(args.model, device=args.device, dtype=args.dtype, attn=args.attn)
+    extractive = bool(getattr(args, "extractive", False))
+    ex = Extractor(args.model, device=args.device, dtype=args.dtype, attn=args.attn, extractive=extractive)
     model_text = f"{ex.model_name} ({ex.model_revision})"
     if ex.random_standin:
         model_text += " RANDOM STAND-IN: bundled model not found, outputs are noise, speed only"
     write(f"model: {model_text}")
     write(f"data: {args.data}  products: {len(products)}  categories: {len(ave.by_category(products))}")
+    if extractive:
+        write("extractive: values constrained to token spans of their document or n/a (pld unconstrained)")
     model_dir = args.model or (None if ex.random_standin else default_model_dir())
     grouped = groups(products, schemas, *budgets(model_dir, args.max_tokens))
     decoders = [d.strip() for d in args.decoders.split(",") if d.strip()]
@@ -334,6 +343,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "model": ex.model_name,
             "model_revision": ex.model_revision,
             "random_standin": ex.random_standin,
+            "extractive": extractive,
             "data": str(args.data),
             "products": n,
             "decoders": results,

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
+from . import extractive as span
 from . import masks
 from .layout import PAD, PROMPT_DOC, SchemaPrompt, doc_layout
 from .modeling import expand_cache, forward_hidden, greedy, logprobs, new_cache
@@ -50,6 +51,7 @@ class RowDoc:
     doc: list[int]
     n_keys: int
     slots: list[int]
+    span: list[int] | None = None  # the product text's ids (extractive decoding), else None
 
 
 @dataclass
@@ -88,11 +90,13 @@ class Rows:
     slot_doc: torch.Tensor  # [B, S] doc id within the row (PAD for missing slots)
     slot_valid: torch.Tensor  # [B, S] bool
     owner: list[list[tuple[int, int]]]  # [B][S] (row-doc index, attribute) of each slot
+    span: list[list[list[int] | None]] = field(default_factory=list)  # [B][S] document ids for extractive
 
 
 def build_rows(schema: SchemaPrompt, rows: list[list[RowDoc]], pad_id: int, device) -> Rows:
-    seqs, poss, docs, idx, start, gap, sdoc, owner = [], [], [], [], [], [], [], []
+    seqs, poss, docs, idx, start, gap, sdoc, owner, spans = [], [], [], [], [], [], [], [], []
     for row in rows:
+        spans.append([rd.span for rd in row for _ in rd.slots])
         s_ids, s_pos, s_doc, r_idx, r_start, r_gap, r_doc, r_own = [], [], [], [], [], [], [], []
         for j, rd in enumerate(row):
             sub = replace(
@@ -127,6 +131,7 @@ def build_rows(schema: SchemaPrompt, rows: list[list[RowDoc]], pad_id: int, devi
         slot_doc=pad(sdoc, S, PAD),
         slot_valid=pad([[True] * len(r) for r in idx], S, False),
         owner=owner,
+        span=spans,
     )
 
 
@@ -142,9 +147,11 @@ def decode_rows(
     counters: Counters,
     max_steps: int | None = None,
     clock: list[float] | None = None,
+    extractive: bool = False,
 ) -> list[list[SlotValue]]:
     """Prefill the rows after the shared prefix, then decode every slot greedily. -> [B][S] values.
-    max_steps stops early and clock collects a timestamp after each forward (layout cost probes)."""
+    max_steps stops early and clock collects a timestamp after each forward (layout cost probes).
+    extractive: every value is a token span of its document (RowDoc.span) or "n/a" (extractive.py)."""
     device, dtype = rows.input_ids.device, model.dtype
     B, L = rows.input_ids.shape
     S = rows.slot_index.shape[1]
@@ -165,8 +172,19 @@ def decode_rows(
     at_keys = torch.gather(
         hidden, 1, rows.slot_index[:, :, None].expand(-1, -1, hidden.shape[-1])
     )  # [B, S, D]
-    tok, lp = greedy(logprobs(model, at_keys))  # [B, S]
+    # extractive: disallowed tokens get -inf before the argmax; a value's confidence then comes from
+    # the model's log-softmax renormalized over the allowed tokens (extractive.constrain)
+    states = slot_states(rows, schema) if extractive else None  # [B][S] SpanState or None
+    lp_keys = logprobs(model, at_keys)  # [B, S, V]
+    if states is not None:
+        lp_keys = span.constrain(lp_keys, [st.allowed() if st else None for r in states for st in r])
+    tok, lp = greedy(lp_keys)  # [B, S]
     tick(clock, device)
+    if states is not None:
+        for r, toks in zip(states, tok.tolist(), strict=True):
+            for st, t in zip(r, toks, strict=True):
+                if st is not None and t != term:
+                    st.push(t)
 
     # the prompt part of every slot's mask row, built once; generated entries extend it per step
     slot_pos = rows.slot_start - 1  # [B, S] position of the key's last token
@@ -205,8 +223,21 @@ def decode_rows(
         hidden = forward_hidden(model, ids, pos, mask, cache)  # [B', Q, D]
         counters.forward_steps += 1
         steps += 1
-        new_tok, new_lp = greedy(logprobs(model, hidden))  # [B', Q]
+        lp_step = logprobs(model, hidden)  # [B', Q, V]
+        if states is not None:  # open slots only; padding queries stay unconstrained
+            rmap, qs, ok = row_map.tolist(), order.tolist(), valid.tolist()
+            picked = [
+                [states[rmap[b]][s] if ok[b][k] else None for k, s in enumerate(qs[b])]
+                for b in range(len(qs))
+            ]
+            lp_step = span.constrain(lp_step, [st.allowed() if st else None for r in picked for st in r])
+        new_tok, new_lp = greedy(lp_step)  # [B', Q]
         tick(clock, device)
+        if states is not None:
+            for r, toks in zip(picked, new_tok.tolist(), strict=True):
+                for st, t in zip(r, toks, strict=True):
+                    if st is not None and t != term:
+                        st.push(t)
         counters.tokens_decoded += int(valid.sum())
 
         hit = torch.zeros_like(open_).scatter_(1, order, valid)  # [B', S] slots that got a token
@@ -219,6 +250,26 @@ def decode_rows(
         open_ = open_ & (last != term) & (fed < gap)
     counters.max_steps_per_row_batch.append(steps)
     return collect(out_tok.tolist(), out_lp.tolist(), rows.slot_valid.tolist(), term)
+
+
+def slot_states(rows: Rows, schema: SchemaPrompt) -> list[list[span.SpanState | None]]:
+    """A SpanState per valid slot (one DocIndex per document of a row); None for padding slots."""
+    valid = rows.slot_valid.tolist()
+    out = []
+    for b, row in enumerate(rows.span):
+        index: dict[int, span.DocIndex] = {}
+        states: list[span.SpanState | None] = []
+        for s, ids in enumerate(row):
+            if ids is None:
+                raise ValueError("extractive decoding needs RowDoc.span (the product text's ids)")
+            if id(ids) not in index:
+                index[id(ids)] = span.DocIndex(ids)
+            states.append(
+                span.SpanState(index[id(ids)], schema.na_ids, schema.terminator) if valid[b][s] else None
+            )
+        states += [None] * (len(valid[b]) - len(states))
+        out.append(states)
+    return out
 
 
 def tick(clock: list[float] | None, device) -> None:
@@ -251,16 +302,21 @@ def collect(tokens, lps, valid, term: int) -> list[list[SlotValue]]:
 # ---------------------------------------------------------------------------------- documents -> rows
 
 
-def hpd_rows(docs: list[list[int]], n_attr: int, stack: int) -> list[list[RowDoc]]:
-    """Group documents J at a time into rows (every slot of every document decoded)."""
+def hpd_rows(
+    docs: list[list[int]], n_attr: int, stack: int, spans: list[list[int]] | None = None
+) -> list[list[RowDoc]]:
+    """Group documents J at a time into rows (every slot of every document decoded).
+    spans: the product text ids of each document (needed for extractive decoding)."""
     all_slots = list(range(n_attr))
-    docs_ = [RowDoc(d, n_attr, all_slots) for d in docs]
+    spans_ = spans if spans is not None else [None] * len(docs)
+    docs_ = [RowDoc(d, n_attr, all_slots, sp) for d, sp in zip(docs, spans_, strict=True)]
     return [docs_[i : i + stack] for i in range(0, len(docs_), stack)]
 
 
-def fork_rows(docs: list[list[int]], n_attr: int) -> list[list[RowDoc]]:
+def fork_rows(docs: list[list[int]], n_attr: int, spans: list[list[int]] | None = None) -> list[list[RowDoc]]:
     """One row per (document, attribute): the document, keys 0..n, slot n (the fork baseline)."""
-    return [[RowDoc(d, n + 1, [n])] for d in docs for n in range(n_attr)]
+    spans_ = spans if spans is not None else [None] * len(docs)
+    return [[RowDoc(d, n + 1, [n], sp)] for d, sp in zip(docs, spans_, strict=True) for n in range(n_attr)]
 
 
 def decode(
@@ -271,13 +327,14 @@ def decode(
     batch_rows: int,
     pad_id: int,
     counters: Counters,
+    extractive: bool = False,
 ) -> list[dict[tuple[int, int], SlotValue]]:
     """Decode rows batch_rows at a time -> per row {(row-doc index, attribute): value}."""
     device = next(model.parameters()).device
     out: list[dict[tuple[int, int], SlotValue]] = []
     for i in range(0, len(rows), batch_rows):
         chunk = build_rows(schema, rows[i : i + batch_rows], pad_id, device)
-        values = decode_rows(model, schema, prefix_cache, chunk, counters)
+        values = decode_rows(model, schema, prefix_cache, chunk, counters, extractive=extractive)
         for own, vals in zip(chunk.owner, values, strict=True):
             out.append({o: v for o, v in zip(own, vals, strict=False)})
     return out

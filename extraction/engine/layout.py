@@ -110,6 +110,7 @@ class SchemaPrompt:
     end_ids: list[int]  # '"}' closing the AR-JSON object
     terminator: int  # ends every value (VALUE_END, else eos)
     eos: int | None = None  # ends the AR-JSON output (None: same as terminator)
+    na_ids: list[int] = field(default_factory=list)  # tokens of "n/a" (extractive decoding)
 
     @property
     def ar_eos(self) -> int:
@@ -134,11 +135,18 @@ def schema_prompt(tokenizer: Tokenizer, attributes: list[AttributeSpec]) -> Sche
         end_ids=_encode(tokenizer, END_TEXT),
         terminator=terminator_id(tokenizer),
         eos=None if tokenizer.eos_token_id is None else int(tokenizer.eos_token_id),
+        na_ids=_encode(tokenizer, NA),
     )
 
 
 def doc_ids(tokenizer: Tokenizer, text: str) -> list[int]:
     return _encode(tokenizer, doc_text(text))
+
+
+def span_ids(tokenizer: Tokenizer, text: str) -> list[int]:
+    """Token ids of the product text alone (as doc_text normalizes it): extractive decoding keeps
+    every value a contiguous run of these ids."""
+    return _encode(tokenizer, " ".join(text.split()))
 
 
 def value_ids(tokenizer: Tokenizer, value: str, terminator: int, max_tokens: int | None = None) -> list[int]:

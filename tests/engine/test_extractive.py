@@ -1,0 +1,190 @@
+"""Extractive decoding (opt-in): every value is a token span of its document or "n/a", in HPD, fork
+and AR-JSON; off by default (outputs unchanged)."""
+
+from __future__ import annotations
+
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList
+
+from extraction.engine import ar, hpd, layout
+from extraction.engine.extractive import allowed_mask, allowed_tokens, constrain
+
+from .conftest import ATTRS, TEXTS, tiny_model
+
+END, NA_IDS = 99, [7, 8, 9]
+DOC = [1, 2, 3, 1, 2, 4, 5]
+
+
+def test_start_allows_every_document_token_and_the_start_of_na():
+    assert allowed_tokens(DOC, [], NA_IDS, END) == [1, 2, 3, 4, 5, 7]
+
+
+def test_it_continues_every_occurrence_and_ends_only_a_complete_span():
+    assert allowed_tokens(DOC, [1], NA_IDS, END) == [2, END]  # 1 occurs twice, both continue with 2
+    assert allowed_tokens(DOC, [1, 2], NA_IDS, END) == [3, 4, END]  # two occurrences, two continuations
+    assert allowed_tokens(DOC, [2, 4], NA_IDS, END) == [5, END]
+    assert allowed_tokens(DOC, [4, 5], NA_IDS, END) == [END]  # the document's last tokens
+    assert allowed_tokens(DOC, [2, 3, 1, 2, 4], NA_IDS, END) == [5, END]
+
+
+def test_a_value_that_left_the_document_may_only_end():
+    # not reachable under the constraint; the state stays well defined (never an empty set)
+    assert allowed_tokens(DOC, [3, 3], [], END) == [END]
+
+
+def test_na_path():
+    assert allowed_tokens(DOC, [7], NA_IDS, END) == [8]  # no terminator before "n/a" is complete
+    assert allowed_tokens(DOC, [7, 8], NA_IDS, END) == [9]
+    assert allowed_tokens(DOC, [7, 8, 9], NA_IDS, END) == [END]
+    assert allowed_tokens([7, 5], [7], NA_IDS, END) == [5, 8, END]  # n/a's first token also in the doc
+
+
+def test_mask_and_constrain_renormalize_over_the_allowed_tokens():
+    mask = allowed_mask([[0, 2], None], 4)
+    assert mask.tolist() == [[True, False, True, False], [True, True, True, True]]
+    lp = torch.log_softmax(torch.tensor([[1.0, 5.0, 2.0, 0.0], [1.0, 5.0, 2.0, 0.0]]), -1)
+    out = constrain(lp, [[0, 2], None])
+    assert int(out[0].argmax()) == 2 and torch.isinf(out[0, 1]) and torch.isinf(out[0, 3])
+    assert torch.allclose(out[0, [0, 2]].exp().sum(), torch.tensor(1.0))
+    assert torch.equal(out[1], lp[1])
+
+
+# ---------------------------------------------------------------------------------- decoders
+
+
+def is_span(value: list[int], doc: list[int]) -> bool:
+    k = len(value)
+    return k > 0 and any(doc[i : i + k] == value for i in range(len(doc) - k + 1))
+
+
+def setup(tokenizer):
+    model = tiny_model("llama", tokenizer)
+    schema = layout.schema_prompt(tokenizer, ATTRS)
+    docs = [layout.doc_ids(tokenizer, t) for t in TEXTS]
+    spans = [layout.span_ids(tokenizer, t) for t in TEXTS]
+    return model, schema, docs, spans
+
+
+def decode_hpd(model, schema, rows, extractive):
+    pc = hpd.prefill_prefix(model, schema.prefix_ids, "cpu")
+    return hpd.decode(model, schema, pc, rows, 2, 0, hpd.Counters(), extractive=extractive)
+
+
+def test_hpd_values_are_spans_of_their_document_or_na(tokenizer):
+    model, schema, docs, spans = setup(tokenizer)
+    plain = decode_hpd(model, schema, hpd.hpd_rows(docs, 3, 2, spans), False)
+    assert plain == decode_hpd(model, schema, hpd.hpd_rows(docs, 3, 2), False)  # spans alone change nothing
+    out = decode_hpd(model, schema, hpd.hpd_rows(docs, 3, 2, spans), True)
+    seen = 0
+    for r, row in enumerate(out):
+        for (j, _n), v in row.items():
+            doc = spans[r * 2 + j]
+            assert v.ids == schema.na_ids or is_span(v.ids, doc), (v.ids, doc)
+            assert len(v.logprobs) >= 1 and all(lp <= 1e-6 for lp in v.logprobs)
+            seen += 1
+    assert seen == len(docs) * 3
+    assert out != plain  # the random model's free values are not spans: the constraint acted
+    forked = decode_hpd(model, schema, hpd.fork_rows(docs, 3, spans), True)
+    for r, row in enumerate(forked):
+        d, n = divmod(r, 3)
+        assert row[(0, n)].ids == out[d // 2][(d % 2, n)].ids  # fork shares HPD's code path
+
+
+def forced_token(gen: list[int], schema) -> int | None:
+    """The AR target's next format token after gen (keys, '"}', eos); None inside a value."""
+    i = 0
+    for key in schema.key_ids:
+        for t in key:
+            if i == len(gen):
+                return t
+            if gen[i] != t:
+                return None
+            i += 1
+        while i < len(gen) and gen[i] != schema.terminator:  # the value: free
+            i += 1
+        if i == len(gen):
+            return None
+        i += 1
+    for t in [*schema.end_ids, schema.ar_eos]:
+        if i == len(gen):
+            return t
+        i += 1
+    return None
+
+
+class ForceFormat(LogitsProcessor):
+    """Test helper: outside values, force the AR target's keys, '"}' and eos (a random model would
+    never write them), so that the extractive processor gets values to constrain."""
+
+    def __init__(self, schema, prompt_len):
+        self.schema, self.prompt_len = schema, prompt_len
+
+    def __call__(self, input_ids, scores):
+        for b, gen in enumerate(input_ids[:, self.prompt_len :].tolist()):
+            tok = forced_token(gen, self.schema)
+            if tok is not None:
+                scores[b] = float("-inf")
+                scores[b, tok] = 0.0
+        return scores
+
+
+def ar_values(tokens: list[int], schema) -> list[list[int]]:
+    """Values of an AR output that follows ar_target: the ids between each key and the terminator."""
+    out, i = [], 0
+    for key in schema.key_ids:
+        if tokens[i : i + len(key)] != key:
+            break
+        i += len(key)
+        j = tokens.index(schema.terminator, i) if schema.terminator in tokens[i:] else len(tokens)
+        out.append(tokens[i:j])
+        i = j + 1
+    return out
+
+
+def test_ar_values_are_spans_of_their_document_or_na(tokenizer):
+    model, schema, docs, spans = setup(tokenizer)
+    assert schema.value_end_in_ar  # the stand-in tokenizer has <|eov|>
+    prompts = [layout.build_ar_prompt(schema, d) for d in docs]
+    ids, mask = ar.left_pad(prompts, 0, "cpu")
+
+    def run(extractive: bool) -> list[list[int]]:
+        procs = [ForceFormat(schema, ids.shape[1])]
+        if extractive:
+            procs.append(ar.ExtractiveProcessor(schema, spans, ids.shape[1]))
+        res = model.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=200,  # AR values have no gap: room for three whole documents
+            do_sample=False,
+            eos_token_id=schema.ar_eos,
+            pad_token_id=0,
+            logits_processor=LogitsProcessorList(procs),
+        )
+        return res[:, ids.shape[1] :].tolist()
+
+    free = run(False)
+    outs = run(True)
+    n_values = 0
+    for toks, doc in zip(outs, spans, strict=True):
+        vals = ar_values(toks, schema)
+        assert len(vals) == len(schema.key_ids)  # the keys were forced
+        for v in vals:
+            assert v == schema.na_ids or is_span(v, doc), (v, doc)
+            n_values += 1
+    assert n_values == len(docs) * 3
+    assert free != outs  # the constraint acted
+
+
+def test_generate_json_extractive_runs_and_keeps_pld_unconstrained(tokenizer):
+    model, schema, docs, spans = setup(tokenizer)
+    plain, _ = ar.generate_json(model, tokenizer, schema, docs, 2)
+    again, _ = ar.generate_json(model, tokenizer, schema, docs, 2, spans=None)
+    assert [o.text for o in plain] == [o.text for o in again]
+    outs, forwards = ar.generate_json(model, tokenizer, schema, docs, 2, spans=spans)
+    assert len(outs) == len(docs) and forwards > 0
+    try:
+        ar.generate_json(model, tokenizer, schema, docs, 1, prompt_lookup=3, spans=spans)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("prompt lookup must refuse the extractive constraint")
