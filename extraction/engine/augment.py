@@ -110,9 +110,7 @@ def substitute(record: dict, old: str, new: str) -> dict | None:
 
 def _verbatim(record: dict) -> set[str]:
     doc = "\n".join(_texts(record))
-    return {
-        v for forms in record.get("target_scores", {}).values() if (v := first_form(forms)) and v in doc
-    }
+    return {v for forms in record.get("target_scores", {}).values() if (v := first_form(forms)) and v in doc}
 
 
 def augment_record(

@@ -147,8 +147,11 @@ def attribute_budgets(corpus: Corpus, tokenizer, margin: int = 2, low: int = 4, 
                 n = len(value_ids(tokenizer, value or NA, 0)) - 1
                 longest[attr] = max(longest.get(attr, 0), n)
     per_attr = {a: min(high, max(low, n + margin)) for a, n in sorted(longest.items())}
-    return {"attribute_budgets": per_attr, "default_budget": 16,
-            "note": "longest training value in tokens + 2, clamped to [4, 48]; training saw gaps up to +12"}
+    return {
+        "attribute_budgets": per_attr,
+        "default_budget": 16,
+        "note": "longest training value in tokens + 2, clamped to [4, 48]; training saw gaps up to +12",
+    }
 
 
 # ---------------------------------------------------------------------------------- rows
@@ -290,7 +293,9 @@ def _fit_text(tokenizer, text: str, max_tokens: int) -> str:
 class RowSampler:
     """Epoch after epoch: shuffle each schema group, augment, pack into rows, shuffle the rows."""
 
-    def __init__(self, corpus: Corpus, tokenizer, cfg: RowConfig, aug_cfg: aug.AugmentConfig | None, seed: int):
+    def __init__(
+        self, corpus: Corpus, tokenizer, cfg: RowConfig, aug_cfg: aug.AugmentConfig | None, seed: int
+    ):
         self.corpus, self.tok, self.cfg, self.aug_cfg = corpus, tokenizer, cfg, aug_cfg
         self.rng = random.Random(seed)
         self.epoch = 0
@@ -322,7 +327,9 @@ class RowSampler:
                 ex = to_example(record, key[0])
                 if len(doc_ids(self.tok, ex.text)) > self.cfg.max_doc_tokens:
                     ex.text = _fit_text(self.tok, ex.text, self.cfg.max_doc_tokens)
-                    ex.gold = {a: (v if v in (None, NA) or v in ex.text else None) for a, v in ex.gold.items()}
+                    ex.gold = {
+                        a: (v if v in (None, NA) or v in ex.text else None) for a, v in ex.gold.items()
+                    }
                 exs.append(ex)
             rows += self._pack(names, exs)
         self.rng.shuffle(rows)
@@ -465,15 +472,17 @@ def lr_at(cfg: TrainConfig, progress: float, step: int) -> float:
     return cfg.lr * warm * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * cos)
 
 
-def train_loop(model, sampler: RowSampler, pad_id: int, cfg: TrainConfig, device: str, save=None,
-               save_every: float = 0.0) -> dict:
+def train_loop(
+    model, sampler: RowSampler, pad_id: int, cfg: TrainConfig, device: str, save=None, save_every: float = 0.0
+) -> dict:
     """AdamW, warmup + cosine on progress; save(step) is called every save_every minutes."""
     torch.manual_seed(cfg.seed)
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and p.requires_grad]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2 and p.requires_grad]
     opt = torch.optim.AdamW(
         [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=cfg.lr, betas=(0.9, 0.95),
+        lr=cfg.lr,
+        betas=(0.9, 0.95),
     )
     model.train()
     start = time.time()
@@ -507,9 +516,20 @@ def train_loop(model, sampler: RowSampler, pad_id: int, cfg: TrainConfig, device
         seen_n += len(labels)
         if step % cfg.log_every == 0 or step == cfg.steps:
             mean = seen_loss / max(1, seen_n)
-            history.append({"step": step, "loss": round(mean, 4), "lr": lr, "minutes": round(elapsed / 60, 2)})
-            log.info("step %d/%d loss %.4f lr %.2e epoch %d tokens %d %.1f min %.0f tok/s",
-                     step, cfg.steps, mean, lr, sampler.epoch, tokens, elapsed / 60, tokens / max(1e-9, elapsed))
+            history.append(
+                {"step": step, "loss": round(mean, 4), "lr": lr, "minutes": round(elapsed / 60, 2)}
+            )
+            log.info(
+                "step %d/%d loss %.4f lr %.2e epoch %d tokens %d %.1f min %.0f tok/s",
+                step,
+                cfg.steps,
+                mean,
+                lr,
+                sampler.epoch,
+                tokens,
+                elapsed / 60,
+                tokens / max(1e-9, elapsed),
+            )
             seen_loss, seen_n = 0.0, 0
         if save is not None and save_every > 0 and time.time() - last_save >= save_every * 60:
             model.eval()
@@ -517,39 +537,70 @@ def train_loop(model, sampler: RowSampler, pad_id: int, cfg: TrainConfig, device
             model.train()
             last_save = time.time()
     model.eval()
-    return {"steps": step, "tokens": tokens, "seconds": round(time.time() - start, 1),
-            "epochs": sampler.epoch, "history": history}
+    return {
+        "steps": step,
+        "tokens": tokens,
+        "seconds": round(time.time() - start, 1),
+        "epochs": sampler.epoch,
+        "history": history,
+    }
 
 
 # ---------------------------------------------------------------------------------- CLI
 
 
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("train", help="train the extraction model on HPD + AR-JSON (or fine-tune --base)")
-    p.add_argument("--data", nargs="+", default=[DEFAULT_DATA],
-                   help="AVE root or data set folders with train.jsonl (default: shared/data/ave)")
+    p = subparsers.add_parser(
+        "train", help="train the extraction model on HPD + AR-JSON (or fine-tune --base)"
+    )
+    p.add_argument(
+        "--data",
+        nargs="+",
+        default=[DEFAULT_DATA],
+        help="AVE root or data set folders with train.jsonl (default: shared/data/ave)",
+    )
     p.add_argument("--out", default=DEFAULT_OUT, help="output model directory")
-    p.add_argument("--base", default=None, help="local HF causal LM directory to fine-tune (else train from scratch)")
+    p.add_argument(
+        "--base", default=None, help="local HF causal LM directory to fine-tune (else train from scratch)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=TrainConfig.steps)
     p.add_argument("--minutes", type=float, default=0.0, help="time cap in minutes (0 = none)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--keep-vocab", action="store_true",
-                   help="--base: do not add <|eov|> (values then end with eos; HPD slot 0 and AR value 0 conflict)")
-    p.add_argument("--size", choices=sorted(SIZES), default="small", help="model preset when training from scratch")
+    p.add_argument(
+        "--keep-vocab",
+        action="store_true",
+        help="--base: do not add <|eov|> (values then end with eos; HPD slot 0 and AR value 0 conflict)",
+    )
+    p.add_argument(
+        "--size", choices=sorted(SIZES), default="small", help="model preset when training from scratch"
+    )
     p.add_argument("--vocab-size", type=int, default=1024)
-    p.add_argument("--lr", type=float, default=None, help="peak learning rate (default 2e-3 scratch, 5e-5 --base)")
+    p.add_argument(
+        "--lr", type=float, default=None, help="peak learning rate (default 2e-3 scratch, 5e-5 --base)"
+    )
     p.add_argument("--batch-tokens", type=int, default=TrainConfig.batch_tokens)
     p.add_argument("--row-tokens", type=int, default=RowConfig.row_tokens)
     p.add_argument("--formats", default="hpd,ar", help="hpd,ar (default), hpd or ar")
     p.add_argument("--no-augment", action="store_true", help="no copy augmentation")
     p.add_argument("--p-augment", type=float, default=aug.AugmentConfig.p_product)
     p.add_argument("--log-every", type=int, default=TrainConfig.log_every)
-    p.add_argument("--save-every", type=float, default=15.0, help="save the model to --out every M minutes (0 = end only)")
-    p.add_argument("--splits-dir", default=str(SPLITS_DIR), help="where the seeded WDC-PAVE dev split is written/read")
-    p.add_argument("--autocast", choices=["bf16", "none"], default=TrainConfig.autocast,
-                   help="bf16 autocast for the training forward (float32 master weights) or none")
+    p.add_argument(
+        "--save-every",
+        type=float,
+        default=15.0,
+        help="save the model to --out every M minutes (0 = end only)",
+    )
+    p.add_argument(
+        "--splits-dir", default=str(SPLITS_DIR), help="where the seeded WDC-PAVE dev split is written/read"
+    )
+    p.add_argument(
+        "--autocast",
+        choices=["bf16", "none"],
+        default=TrainConfig.autocast,
+        help="bf16 autocast for the training forward (float32 master weights) or none",
+    )
     return p
 
 
@@ -561,8 +612,12 @@ def run_train(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     corpus = load_corpus(args.data, Path(args.splits_dir))
-    log.info("training products: %d in %d schemas; dev: %s", corpus.size, len(corpus.groups),
-             {k: len(v) for k, v in corpus.dev.items()})
+    log.info(
+        "training products: %d in %d schemas; dev: %s",
+        corpus.size,
+        len(corpus.groups),
+        {k: len(v) for k, v in corpus.dev.items()},
+    )
     if args.base:
         model, tokenizer = load_base(args.base, args.device, add_value_end=not args.keep_vocab)
         lr = args.lr or 5e-5
@@ -580,9 +635,16 @@ def run_train(args) -> int:
     row_cfg = RowConfig(row_tokens=args.row_tokens, p_hpd=p_hpd)
     aug_cfg = None if args.no_augment else aug.AugmentConfig(p_product=args.p_augment)
     sampler = RowSampler(corpus, tokenizer, row_cfg, aug_cfg, args.seed)
-    cfg = TrainConfig(seed=args.seed, steps=args.steps, minutes=args.minutes, lr=lr,
-                      batch_tokens=args.batch_tokens, log_every=args.log_every, autocast=args.autocast,
-                      warmup=min(TrainConfig.warmup, max(1, args.steps // 10)))
+    cfg = TrainConfig(
+        seed=args.seed,
+        steps=args.steps,
+        minutes=args.minutes,
+        lr=lr,
+        batch_tokens=args.batch_tokens,
+        log_every=args.log_every,
+        autocast=args.autocast,
+        warmup=min(TrainConfig.warmup, max(1, args.steps // 10)),
+    )
 
     budgets = attribute_budgets(corpus, tokenizer)
 
@@ -597,12 +659,18 @@ def run_train(args) -> int:
     save(result["steps"])
     meta = {
         "command": "python -m extraction train " + " ".join(a for a in sys.argv[1:] if a != "train"),
-        "base": args.base, "size": None if args.base else args.size, "parameters": n_params,
-        "formats": sorted(formats), "augment": None if aug_cfg is None else asdict(aug_cfg),
-        "rows": asdict(row_cfg), "train": {k: v for k, v in asdict(cfg).items()},
-        "threads": args.threads, "device": args.device,
+        "base": args.base,
+        "size": None if args.base else args.size,
+        "parameters": n_params,
+        "formats": sorted(formats),
+        "augment": None if aug_cfg is None else asdict(aug_cfg),
+        "rows": asdict(row_cfg),
+        "train": {k: v for k, v in asdict(cfg).items()},
+        "threads": args.threads,
+        "device": args.device,
         "data": {name: {"dev": len(dev)} for name, dev in corpus.dev.items()},
-        "train_products": corpus.size, **result,
+        "train_products": corpus.size,
+        **result,
     }
     (out / "training.json").write_text(json.dumps(meta, indent=2) + "\n")
     log.info("saved %s (%d steps, %.1f min)", out, result["steps"], result["seconds"] / 60)
@@ -619,4 +687,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-

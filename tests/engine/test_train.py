@@ -108,8 +108,11 @@ def teacher_forced_hpd(model, schema, docs: list[list[int]], values: list[list[l
 def test_training_forward_equals_prefill_plus_teacher_forced_hpd_steps(tokenizer, attn):
     torch.manual_seed(0)
     model = tiny_model(tokenizer, attn)
-    specs = [AttributeSpec("Brand", max_tokens=14), AttributeSpec("Color", max_tokens=12),
-             AttributeSpec("Size", max_tokens=16)]
+    specs = [
+        AttributeSpec("Brand", max_tokens=14),
+        AttributeSpec("Color", max_tokens=12),
+        AttributeSpec("Size", max_tokens=16),
+    ]
     exs = examples()
     hpd_exs, ar_exs = exs[:3], exs[3:]
     row = build_row(tokenizer, specs, hpd_exs, ar_exs)
@@ -121,8 +124,13 @@ def test_training_forward_equals_prefill_plus_teacher_forced_hpd_steps(tokenizer
     schema = schema_prompt(tokenizer, specs)
     assert schema.terminator == value_terminator(tokenizer) == tokenizer.convert_tokens_to_ids("<|eov|>")
     docs = [doc_ids(tokenizer, ex.text) for ex in hpd_exs]
-    values = [[None if ex.gold[s.name] is None else value_ids(tokenizer, ex.gold[s.name], schema.terminator)
-               for s in specs] for ex in hpd_exs]
+    values = [
+        [
+            None if ex.gold[s.name] is None else value_ids(tokenizer, ex.gold[s.name], schema.terminator)
+            for s in specs
+        ]
+        for ex in hpd_exs
+    ]
     with torch.no_grad():
         ref = teacher_forced_hpd(model, schema, docs, values)
 
@@ -176,7 +184,7 @@ def test_ar_part_equals_plain_causal_forward(tokenizer):
     assert len(ar_idx) == len(seq[0]) - P
     torch.testing.assert_close(logits[ar_idx], ref[P:], atol=1e-4, rtol=1e-4)
     lab = labels[ar_idx].tolist()
-    assert lab[len(prompt) - P - 1:-1] == target and lab[-1] == -100
+    assert lab[len(prompt) - P - 1 : -1] == target and lab[-1] == -100
 
 
 def test_negative_control_values_that_see_each_other_break_the_match(tokenizer):
@@ -200,17 +208,27 @@ def test_tokenizer_copies_spans_with_the_same_ids(tokenizer):
     full = tokenizer.encode(title, add_special_tokens=False)
     for span in ["Ellie Shoes", "Women's", "8400", "Red Patent", "14 M US", "Shoes Women"]:
         ids = tokenizer.encode(span, add_special_tokens=False)
-        assert any(full[i: i + len(ids)] == ids for i in range(len(full))), span
+        assert any(full[i : i + len(ids)] == ids for i in range(len(full))), span
     assert tokenizer.decode(full) == title
     assert tokenizer.eos_token_id is not None and tokenizer.bos_token_id is not None
 
 
 def test_copy_augmentation_keeps_gold_verbatim():
     records = [
-        {"input": "Ellie Shoes Women's 8400, Red Patent, 14 M US", "category": "Shoes",
-         "target_scores": {"Brand": {"Ellie Shoes": 1}, "Color": {"Red Patent": 1}, "Size": {"14 M US": 1}}},
-        {"input": "Crocs Women's Jayna Ballet Flat, Nautical Navy, 4 M US", "category": "Shoes",
-         "target_scores": {"Brand": {"Crocs": 1}, "Color": {"Nautical Navy": 1}, "Size": {"n/a": 1}}},
+        {
+            "input": "Ellie Shoes Women's 8400, Red Patent, 14 M US",
+            "category": "Shoes",
+            "target_scores": {
+                "Brand": {"Ellie Shoes": 1},
+                "Color": {"Red Patent": 1},
+                "Size": {"14 M US": 1},
+            },
+        },
+        {
+            "input": "Crocs Women's Jayna Ballet Flat, Nautical Navy, 4 M US",
+            "category": "Shoes",
+            "target_scores": {"Brand": {"Crocs": 1}, "Color": {"Nautical Navy": 1}, "Size": {"n/a": 1}},
+        },
     ]
     pools = augment.value_pools(records)
     rng = random.Random(0)
@@ -232,16 +250,27 @@ def test_copy_augmentation_keeps_gold_verbatim():
 def write_toy_data(root):
     oa = root / "toy-oa"
     oa.mkdir()
-    recs = [{"input": d, "category": "Shoes",
-             "target_scores": {k: {v: 1} for k, v in g.items() if v is not None}} for d, g in zip(DOCS, GOLD, strict=True)]
+    recs = [
+        {"input": d, "category": "Shoes", "target_scores": {k: {v: 1} for k, v in g.items() if v is not None}}
+        for d, g in zip(DOCS, GOLD, strict=True)
+    ]
     (oa / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs * 3))
     (oa / "dev.jsonl").write_text(json.dumps(recs[0]) + "\n")
     wdc = root / "toy-wdc"
     wdc.mkdir()
-    wrecs = [{"id": i, "cluster_id": i, "category": "Shoes", "input_title": d, "input_description": "Great shoes.",
-              "target_scores": {k: ({"n/a": 1} if v in (None, "n/a") else {v: {"pid": [0], "score": 1}})
-                                for k, v in g.items()}}
-             for i, (d, g) in enumerate(zip(DOCS * 3, GOLD * 3, strict=True))]
+    wrecs = [
+        {
+            "id": i,
+            "cluster_id": i,
+            "category": "Shoes",
+            "input_title": d,
+            "input_description": "Great shoes.",
+            "target_scores": {
+                k: ({"n/a": 1} if v in (None, "n/a") else {v: {"pid": [0], "score": 1}}) for k, v in g.items()
+            },
+        }
+        for i, (d, g) in enumerate(zip(DOCS * 3, GOLD * 3, strict=True))
+    ]
     (wdc / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in wrecs))
     return [str(oa), str(wdc)]
 
@@ -250,9 +279,31 @@ def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
     parser = argparse.ArgumentParser()
     add_train_parser(parser.add_subparsers(dest="cmd"))
     out = tmp_path / "model"
-    args = parser.parse_args(["train", "--data", *write_toy_data(tmp_path), "--out", str(out), "--size", "tiny",
-                              "--steps", "3", "--vocab-size", "300", "--batch-tokens", "600", "--row-tokens", "300",
-                              "--splits-dir", str(tmp_path / "splits"), "--seed", "1", "--threads", "1"])
+    args = parser.parse_args(
+        [
+            "train",
+            "--data",
+            *write_toy_data(tmp_path),
+            "--out",
+            str(out),
+            "--size",
+            "tiny",
+            "--steps",
+            "3",
+            "--vocab-size",
+            "300",
+            "--batch-tokens",
+            "600",
+            "--row-tokens",
+            "300",
+            "--splits-dir",
+            str(tmp_path / "splits"),
+            "--seed",
+            "1",
+            "--threads",
+            "1",
+        ]
+    )
     assert run_train(args) == 0
     for name in ("config.json", "model.safetensors", "tokenizer.json", "training.json"):
         assert (out / name).is_file(), name
@@ -263,7 +314,9 @@ def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
     from extraction.engine.api import Document, Extractor
 
     ex = Extractor(out)
-    res, _ = ex.extract([Document("a", DOCS[0])], [AttributeSpec(n, max_tokens=4) for n in NAMES], stack=1, rows=1)
+    res, _ = ex.extract(
+        [Document("a", DOCS[0])], [AttributeSpec(n, max_tokens=4) for n in NAMES], stack=1, rows=1
+    )
     assert set(res[0]) == set(NAMES)
 
 
@@ -273,10 +326,31 @@ def test_training_is_seeded(tmp_path):
     data = write_toy_data(tmp_path)
     losses = []
     for run in ("a", "b"):
-        args = parser.parse_args(["train", "--data", *data, "--out", str(tmp_path / run), "--size", "tiny",
-                                  "--steps", "2", "--vocab-size", "300", "--batch-tokens", "600",
-                                  "--row-tokens", "300", "--splits-dir", str(tmp_path / "splits"),
-                                  "--log-every", "1", "--threads", "1"])
+        args = parser.parse_args(
+            [
+                "train",
+                "--data",
+                *data,
+                "--out",
+                str(tmp_path / run),
+                "--size",
+                "tiny",
+                "--steps",
+                "2",
+                "--vocab-size",
+                "300",
+                "--batch-tokens",
+                "600",
+                "--row-tokens",
+                "300",
+                "--splits-dir",
+                str(tmp_path / "splits"),
+                "--log-every",
+                "1",
+                "--threads",
+                "1",
+            ]
+        )
         run_train(args)
         losses.append(json.loads((tmp_path / run / "training.json").read_text())["history"])
     assert losses[0] == [{**h, "minutes": losses[0][i]["minutes"]} for i, h in enumerate(losses[1])]
@@ -291,21 +365,52 @@ def test_base_fine_tunes_a_local_hf_model_and_adds_the_value_end_token(tmp_path)
     raw = Tokenizer(models.BPE())
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     raw.decoder = decoders.ByteLevel()
-    raw.train_from_iterator(DOCS * 2, trainers.BpeTrainer(
-        vocab_size=300, special_tokens=["<pad>", "<s>", "</s>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    raw.train_from_iterator(
+        DOCS * 2,
+        trainers.BpeTrainer(
+            vocab_size=300,
+            special_tokens=["<pad>", "<s>", "</s>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     tok = wrap(raw)  # no <|eov|>: a base model's tokenizer usually lacks it
     base = tmp_path / "base"
-    model = random_model("qwen2", tok, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=1)
+    model = random_model(
+        "qwen2",
+        tok,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+    )
     model.save_pretrained(str(base))
     tok.save_pretrained(str(base))
     parser = argparse.ArgumentParser()
     add_train_parser(parser.add_subparsers(dest="cmd"))
     out = tmp_path / "ft"
-    args = parser.parse_args(["train", "--data", *write_toy_data(tmp_path), "--out", str(out), "--base", str(base),
-                              "--steps", "2", "--batch-tokens", "600", "--row-tokens", "300", "--threads", "1",
-                              "--splits-dir", str(tmp_path / "splits")])
+    args = parser.parse_args(
+        [
+            "train",
+            "--data",
+            *write_toy_data(tmp_path),
+            "--out",
+            str(out),
+            "--base",
+            str(base),
+            "--steps",
+            "2",
+            "--batch-tokens",
+            "600",
+            "--row-tokens",
+            "300",
+            "--threads",
+            "1",
+            "--splits-dir",
+            str(tmp_path / "splits"),
+        ]
+    )
     assert run_train(args) == 0
     from extraction.engine.api import Document, Extractor
 
@@ -314,5 +419,7 @@ def test_base_fine_tunes_a_local_hf_model_and_adds_the_value_end_token(tmp_path)
     eov = ex.tokenizer.convert_tokens_to_ids("<|eov|>")
     assert value_terminator(ex.tokenizer) == eov != ex.tokenizer.eos_token_id
     assert ex.model.get_input_embeddings().weight.shape[0] > eov  # embeddings resized for the new token
-    res, _ = ex.extract([Document("a", DOCS[0])], [AttributeSpec(n, max_tokens=3) for n in NAMES], stack=1, rows=1)
+    res, _ = ex.extract(
+        [Document("a", DOCS[0])], [AttributeSpec(n, max_tokens=3) for n in NAMES], stack=1, rows=1
+    )
     assert set(res[0]) == set(NAMES)
