@@ -8,6 +8,7 @@ if [ -z "${DATABASE_URL:-}" ] || [ -z "${REDIS_URL:-}" ]; then
 fi
 export DEBUG="${DEBUG:-1}"
 $PY manage.py migrate --noinput -v0
+$PY manage.py collectstatic --noinput -v0
 $PY manage.py create_demo_users
 $PY manage.py load_demo_catalog
 
