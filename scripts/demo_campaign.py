@@ -102,7 +102,7 @@ def main() -> int:
 
     call_command(
         "ab_create_campaign", first_run=hpd.pk, second_run=ar.pk, size=args.size, seed=args.seed,
-        raters="carol,dave", raters_per_item=2, name="Demo catalog: which attribute values are better?",
+        raters="carol,dave", raters_per_item=2, name="Which attribute values are better?",
     )  # fmt: skip
     campaign = Campaign.objects.order_by("-pk").first()
     for username, norm in (("carol", strict), ("dave", lenient)):
