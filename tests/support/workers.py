@@ -1,75 +1,25 @@
-"""Start real Celery worker processes against the test database."""
+"""Start real Celery worker processes against the test database.
 
-import os
-import subprocess
-import sys
+The tests start workers exactly the way the fault drill and the benchmark do
+(extraction/worker_processes.py), only with the test settings module.
+"""
+
+import tempfile
 import time
 from pathlib import Path
 
-from django.db import connection
+from extraction import worker_processes
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def test_database_url() -> str:
-    """The URL of the database the running test uses (pytest-django's test_ database)."""
-    s = connection.settings_dict
-    host = s["HOST"] or "127.0.0.1"
-    auth = s["USER"] + (f":{s['PASSWORD']}" if s["PASSWORD"] else "")
-    return f"postgres://{auth}@{host}:{s['PORT'] or 5432}/{s['NAME']}"
+stop_worker = worker_processes.stop_worker
 
 
 def start_worker(
-    queues: str = "gpu,light",
-    name: str = "w1",
-    concurrency: int = 1,
-    env: dict | None = None,
-    log_path: Path | None = None,
-) -> subprocess.Popen:
-    worker_env = {
-        **os.environ,
-        "DATABASE_URL": test_database_url(),
-        "DJANGO_SETTINGS_MODULE": "slotwise.settings_test",
-        **(env or {}),
-    }
-    log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "workers",
-            "worker",
-            "-Q",
-            queues,
-            "-c",
-            str(concurrency),
-            "-n",
-            f"{name}@%h",
-            "--pool",
-            "prefork",
-            "--loglevel",
-            "INFO",
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        cwd=ROOT,
-        env=worker_env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def stop_worker(proc: subprocess.Popen, timeout: float = 20) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    queues: str = "gpu,light", name: str = "w1", env: dict | None = None, log_path: Path | None = None
+):
+    """A worker on `queues`, connected to the running test's database; logs to log_path's folder."""
+    log_dir = log_path.parent if log_path else Path(tempfile.mkdtemp(prefix="slotwise-worker-"))
+    worker_env = {"DJANGO_SETTINGS_MODULE": "slotwise.settings_test", **(env or {})}
+    return worker_processes.start_worker(name, log_dir, env=worker_env, queues=queues)
 
 
 def wait_until(predicate, timeout: float = 120, interval: float = 0.3, what: str = "condition"):
