@@ -92,7 +92,11 @@ def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
         run_id,
         extractor.model_name,
         extractor.model_revision,
-        {"device": device, "random_standin": bool(getattr(extractor, "random_standin", False))},
+        {
+            "device": device,
+            "random_standin": bool(getattr(extractor, "random_standin", False)),
+            "extractive": bool(getattr(extractor, "extractive", False)),
+        },
     )
     lease_seconds = config.lease_seconds()
     batch_size = int(run.decode_settings.get("batch_size") or config.batch_size())

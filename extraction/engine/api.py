@@ -11,13 +11,14 @@ process may use the dataclasses; workers construct an Extractor once per process
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import pathlib
 import time
 from dataclasses import dataclass
 
-from .layout import NA, AttributeSpec, SchemaPrompt, doc_ids, schema_prompt, span_ids
+from .layout import NA, AttributeSpec, SchemaPrompt, doc_ids, schema_prompt
 
 __all__ = ["AttributeSpec", "BatchStats", "Document", "Extractor", "ValueResult", "default_model_dir"]
 
@@ -59,6 +60,17 @@ def default_model_dir() -> pathlib.Path:
     return pathlib.Path(env) if env else REPO_ROOT / "models" / "slotwise-ave"
 
 
+def model_settings(model_dir: str | pathlib.Path) -> dict:
+    """The model directory's slotwise.json (token budgets, extractive decoding), {} without one."""
+    path = pathlib.Path(model_dir) / "slotwise.json"
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+
+
 def shared_ave_dir() -> pathlib.Path:
     return REPO_ROOT.parent / "shared" / "data" / "ave"
 
@@ -88,13 +100,13 @@ class Extractor:
         device: str = "cpu",
         dtype: str | None = None,
         attn: str = "sdpa",
-        extractive: bool = False,
+        extractive: bool | None = None,
     ):
-        """extractive: every value is a token span of its document or "n/a" (hpd, fork and ar;
-        pld stays unconstrained). Off by default: plain greedy decoding."""
+        """extractive: every value is a substring of its document or "n/a" (hpd, fork and ar; pld
+        stays unconstrained). None: as the model directory's slotwise.json says ("extractive"),
+        else off (plain greedy decoding)."""
         from . import modeling
 
-        self.extractive = extractive
         self.device = device
         self.torch_dtype = modeling.default_dtype(device, dtype)
         path = pathlib.Path(model_dir) if model_dir is not None else default_model_dir()
@@ -105,6 +117,11 @@ class Extractor:
         else:
             loaded = modeling.random_standin(standin_texts(), device, self.torch_dtype, attn)
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
+        if extractive is None:
+            extractive = (
+                bool(model_settings(path).get("extractive", False)) if not loaded.random_standin else False
+            )
+        self.extractive: bool = extractive
         self.model_name: str = loaded.name
         self.model_revision: str = loaded.revision
         self.random_standin: bool = loaded.random_standin  # True: random weights, outputs are noise
@@ -205,7 +222,11 @@ class Extractor:
         self.check_span(schema, ids)
         order = sorted(range(len(docs)), key=lambda i: len(ids[i]))  # similar lengths share a batch
         sorted_ids = [ids[i] for i in order]
-        spans = [span_ids(self.tokenizer, docs[i].text) for i in order] if self.extractive else None
+        spans = None
+        if self.extractive:
+            from .extractive import doc_index
+
+            spans = [doc_index(self.tokenizer, docs[i].text) for i in order]
         t0 = time.perf_counter()
         with torch.inference_mode():
             if decoder in ("hpd", "fork"):

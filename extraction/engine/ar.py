@@ -50,14 +50,14 @@ class ExtractiveProcessor(LogitsProcessor):
     also starts the next key. A row that strays from the format (other key tokens) stays
     unconstrained. Greedy only (one new token per call: not for prompt lookup)."""
 
-    def __init__(self, schema: SchemaPrompt, spans: list[list[int]], prompt_len: int):
+    def __init__(self, schema: SchemaPrompt, spans: list[span.DocIndex], prompt_len: int):
         self.keys, self.na, self.eos = schema.key_ids, schema.na_ids, schema.ar_eos
         if schema.value_end_in_ar:
             self.ends = [schema.terminator] * len(self.keys)
         else:
             nxt = [k[0] for k in self.keys[1:]] + [(schema.end_ids or [self.eos])[0]]
             self.ends = nxt
-        self.index = [span.DocIndex(s) for s in spans]
+        self.index = list(spans)
         self.prompt_len = prompt_len
         self.gen: list[list[int]] = [[] for _ in spans]
         self.next_key = [0] * len(spans)
@@ -138,10 +138,10 @@ def generate_json(
     docs: list[list[int]],
     batch: int,
     prompt_lookup: int | None = None,
-    spans: list[list[int]] | None = None,
+    spans: list[span.DocIndex] | None = None,
 ) -> tuple[list[AROutput], int]:
     """Greedy AR-JSON for every document -> (outputs, forward passes). prompt_lookup forces batch 1.
-    spans: per document, the product text's ids: extractive values (ExtractiveProcessor); not with
+    spans: per document, extractive.doc_index of the product text: extractive values (ExtractiveProcessor); not with
     prompt_lookup. Confidences then come from the constrained scores (renormalized over the allowed
     tokens), as in HPD."""
     if spans is not None and prompt_lookup:

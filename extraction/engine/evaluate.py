@@ -52,9 +52,10 @@ def add_evaluate_parser(subparsers) -> None:
     )
     p.add_argument(
         "--extractive",
-        action="store_true",
-        help="constrain every value to a token span of its document or n/a (hpd, fork, ar; "
-        "pld stays unconstrained). Off by default: plain greedy figures",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="constrain every value to a substring of its document or n/a (hpd, fork, ar; pld stays "
+        "unconstrained). Default: as the model's slotwise.json says (on for the bundled model)",
     )
     p.add_argument("--json", default=None, help="write the results here")
     p.set_defaults(func=run_evaluate)
@@ -234,15 +235,25 @@ def run_evaluate(args: argparse.Namespace) -> int:
     everything = ave.load_jsonl(args.data)
     schemas = ave.schemas(everything)  # schema = union over the whole file
     products = everything[: args.limit] if args.limit else everything
-    extractive = bool(getattr(args, "extractive", False))
-    ex = Extractor(args.model, device=args.device, dtype=args.dtype, attn=args.attn, extractive=extractive)
+    ex = Extractor(
+        args.model,
+        device=args.device,
+        dtype=args.dtype,
+        attn=args.attn,
+        extractive=getattr(args, "extractive", None),
+    )
+    extractive = ex.extractive
     model_text = f"{ex.model_name} ({ex.model_revision})"
     if ex.random_standin:
         model_text += " RANDOM STAND-IN: bundled model not found, outputs are noise, speed only"
     write(f"model: {model_text}")
     write(f"data: {args.data}  products: {len(products)}  categories: {len(ave.by_category(products))}")
     if extractive:
-        write("extractive: values constrained to token spans of their document or n/a (pld unconstrained)")
+        write(
+            "extractive: values are substrings of their document or n/a (pld unconstrained; --no-extractive: free)"
+        )
+    else:
+        write("extractive: off (free greedy values)")
     model_dir = args.model or (None if ex.random_standin else default_model_dir())
     grouped = groups(products, schemas, *budgets(model_dir, args.max_tokens))
     decoders = [d.strip() for d in args.decoders.split(",") if d.strip()]

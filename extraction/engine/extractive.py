@@ -1,15 +1,23 @@
-"""Opt-in extractive constraint: every value spells a token span of its document, or "n/a".
+"""Extractive decoding: every value spells a substring of its document, or "n/a".
 
-At each step of a value, the allowed next tokens are
-  (a) the tokens that continue an occurrence of the value-so-far inside the document's token ids,
-  (b) the end token (the terminator) when the value-so-far is non-empty and matches a span,
-  (c) the tokens of "n/a" (its first token at the start, then its continuation, then the end token).
-Spans are token-level: the value's ids are a contiguous subsequence of the document's ids. With the
-bundled tokenizer (spaces, punctuation and digits are isolated tokens) that is exactly a
-word-aligned substring of the text; with other tokenizers it is still well defined.
+Values of most catalog attributes are copied from the product text (a brand, a colour, "5000 mcg"),
+and a small model that has not fully learned to copy drifts off the text ("Banana" for a shoe's
+brand). Here, at each step of a value, only tokens that keep the value a substring of the document
+may be chosen; the model still decides where a value starts and where it ends.
 
-Per document, DocIndex maps each token id to its positions once; a SpanState (one per value being
-decoded) keeps the end positions of the occurrences of its value-so-far, so a step only walks those.
+Matching is on bytes, not token ids, so it holds for any tokenizer and any segmentation: the value
+so far, leading whitespace dropped (layout.VALUE_PREFIX), plus the next token's bytes must occur in
+the document text. The allowed next tokens are
+
+  (a) at the start: every token whose bytes, leading whitespace dropped, occur in the document
+      (a whitespace-only token too: "5000" is written " ", "5", ...);
+  (b) inside a value: every token whose bytes continue an occurrence of the value so far;
+  (c) the end token (the terminator) once the value has a non-space byte;
+  (d) the tokens of "n/a" (schema.na_ids), in order, then the end token.
+
+Per tokenizer, TokenTable holds every token's bytes and a byte trie; per document, DocIndex holds
+the text's bytes and the tokens allowed at the start; a SpanState (one per value being decoded)
+keeps the end offsets of the occurrences of its value so far, so a step only walks those.
 """
 
 from __future__ import annotations
@@ -17,37 +25,128 @@ from __future__ import annotations
 import torch
 
 
-class DocIndex:
-    """A document's token ids and, per token id, the positions where it occurs."""
+def _byte_decoder() -> dict[str, int]:
+    """Inverse of GPT-2's byte-to-unicode map (byte-level BPE vocabularies spell bytes this way)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+    keep += list(range(ord("®"), ord("ÿ") + 1))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
 
-    def __init__(self, doc: list[int]):
-        self.doc = [int(t) for t in doc]
-        self.where: dict[int, list[int]] = {}
-        for i, t in enumerate(self.doc):
-            self.where.setdefault(t, []).append(i)
-        self.first = sorted(self.where)  # tokens that may start a span
+
+class TokenTable:
+    """Bytes of every token of a vocabulary (None for special tokens) and a trie over them."""
+
+    def __init__(self, pieces: list[bytes | None]):
+        self.pieces = pieces
+        self.trie: dict = {}
+        for tid, piece in enumerate(pieces):
+            if not piece:
+                continue
+            node = self.trie
+            for b in piece:
+                node = node.setdefault(b, {})
+            node.setdefault(None, []).append(tid)
+        self.stripped = [(p.lstrip() if p else None) for p in pieces]
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer) -> TokenTable:
+        return _table(tokenizer)
+
+    def continuing(self, data: bytes, start: int) -> list[int]:
+        """Tokens whose bytes are a prefix of data[start:]."""
+        out, node = [], self.trie
+        for b in data[start:]:
+            node = node.get(b)
+            if node is None:
+                break
+            out += node.get(None, [])
+        return out
+
+
+def token_pieces(tokenizer) -> list[bytes | None]:
+    """Bytes of each token id: byte-level BPE spelling, else SentencePiece ("▁" = space, <0xNN>)."""
+    size = len(tokenizer)
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    tokens = tokenizer.convert_ids_to_tokens(list(range(size)))
+    bytemap = _byte_decoder()
+    byte_level = all(t is None or all(c in bytemap for c in t) for t in tokens if t)
+    out: list[bytes | None] = []
+    for tid, tok in enumerate(tokens):
+        if tid in special or tok is None:
+            out.append(None)
+        elif byte_level:
+            out.append(bytes(bytemap[c] for c in tok))
+        elif tok.startswith("<0x") and tok.endswith(">") and len(tok) == 6:
+            out.append(bytes([int(tok[3:5], 16)]))
+        else:
+            out.append(tok.replace("\u2581", " ").encode("utf-8"))
+    return out
+
+
+def _table(tokenizer) -> TokenTable:
+    cached = getattr(tokenizer, "_slotwise_token_table", None)
+    if cached is None:
+        cached = TokenTable(token_pieces(tokenizer))
+        try:
+            tokenizer._slotwise_token_table = cached  # built once per tokenizer (4k-150k tokens)
+        except AttributeError:
+            pass
+    return cached
+
+
+class DocIndex:
+    """A document's text (bytes) and the tokens a value may start with."""
+
+    def __init__(self, text: str, table: TokenTable):
+        self.data = " ".join(text.split()).encode("utf-8")
+        self.table = table
+        first = []
+        for tid, piece in enumerate(table.stripped):
+            if piece is None:
+                continue
+            if piece == b"":
+                if table.pieces[tid]:  # whitespace only: the value prefix, or spaces before a value
+                    first.append(tid)
+            elif piece in self.data:
+                first.append(tid)
+        self.first = first
+
+    def occurrences(self, needle: bytes) -> list[int]:
+        """End offsets of every occurrence of needle in the text."""
+        out, at = [], self.data.find(needle)
+        while at >= 0:
+            out.append(at + len(needle))
+            at = self.data.find(needle, at + 1)
+        return out
 
 
 class SpanState:
-    """The value-so-far of one slot: occurrences in the document and progress along "n/a"."""
+    """The value so far of one slot: occurrences in the document and progress along "n/a"."""
 
     def __init__(self, index: DocIndex, na: list[int], end: int):
         self.index, self.na, self.end = index, list(na), int(end)
-        self.length = 0
-        self.ends: list[int] = []  # for each occurrence of the value-so-far: the position after it
+        self.value = b""  # bytes so far, leading whitespace dropped
+        self.started = False  # a non-space byte was written
+        self.ends: list[int] = []  # end offsets of the occurrences of the value so far
         self.na_at = 0 if self.na else -1  # "n/a" tokens matched so far; -1: off the n/a path
+        self.length = 0
 
     def allowed(self) -> list[int]:
         """Token ids allowed next (sorted); never empty."""
-        if self.length == 0:
-            out = set(self.index.first)
-            if self.na:
-                out.add(self.na[0])
-            return sorted(out) if out else [self.end]
-        doc = self.index.doc
-        out = {doc[e] for e in self.ends if e < len(doc)}
-        if self.ends:  # the value-so-far is a complete token span
-            out.add(self.end)
+        out: set[int] = set()
+        if not self.started:
+            out.update(self.index.first)
+        else:
+            for e in self.ends:
+                out.update(self.index.table.continuing(self.index.data, e))
+            if self.ends:
+                out.add(self.end)
         if self.na_at >= 0:
             out.add(self.na[self.na_at] if self.na_at < len(self.na) else self.end)
         return sorted(out) if out else [self.end]
@@ -55,21 +154,33 @@ class SpanState:
     def push(self, tok: int) -> None:
         """The slot emitted tok (not the end token)."""
         tok = int(tok)
-        if self.length == 0:
-            self.ends = [p + 1 for p in self.index.where.get(tok, [])]
+        piece = self.index.table.pieces[tok] if 0 <= tok < len(self.index.table.pieces) else None
+        piece = piece or b""
+        if not self.started:
+            stripped = piece.lstrip()
+            if stripped:
+                self.started = True
+                self.value = stripped
+                self.ends = self.index.occurrences(stripped)
         else:
-            doc = self.index.doc
-            self.ends = [e + 1 for e in self.ends if e < len(doc) and doc[e] == tok]
+            data = self.index.data
+            self.value += piece
+            self.ends = [e + len(piece) for e in self.ends if data.startswith(piece, e)]
         if self.na_at >= 0:
             ok = self.na_at < len(self.na) and self.na[self.na_at] == tok
             self.na_at = self.na_at + 1 if ok else -1
         self.length += 1
 
 
-def allowed_tokens(doc: list[int], value: list[int], na: list[int], end: int) -> list[int]:
+def doc_index(tokenizer, text: str) -> DocIndex:
+    """The index extractive decoding needs for one product text."""
+    return DocIndex(text, _table(tokenizer))
+
+
+def allowed_tokens(index: DocIndex, value: list[int], na: list[int], end: int) -> list[int]:
     """Allowed next tokens after value (the ids emitted so far) for a document (pure; for tests
     and one-off use: decoders keep a SpanState per slot instead)."""
-    state = SpanState(DocIndex(doc), na, end)
+    state = SpanState(index, na, end)
     for t in value:
         state.push(t)
     return state.allowed()

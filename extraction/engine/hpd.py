@@ -51,7 +51,7 @@ class RowDoc:
     doc: list[int]
     n_keys: int
     slots: list[int]
-    span: list[int] | None = None  # the product text's ids (extractive decoding), else None
+    span: span.DocIndex | None = None  # the product text (extractive decoding), else None
 
 
 @dataclass
@@ -90,7 +90,7 @@ class Rows:
     slot_doc: torch.Tensor  # [B, S] doc id within the row (PAD for missing slots)
     slot_valid: torch.Tensor  # [B, S] bool
     owner: list[list[tuple[int, int]]]  # [B][S] (row-doc index, attribute) of each slot
-    span: list[list[list[int] | None]] = field(default_factory=list)  # [B][S] document ids for extractive
+    span: list[list[span.DocIndex | None]] = field(default_factory=list)  # [B][S] documents for extractive
 
 
 def build_rows(schema: SchemaPrompt, rows: list[list[RowDoc]], pad_id: int, device) -> Rows:
@@ -253,20 +253,15 @@ def decode_rows(
 
 
 def slot_states(rows: Rows, schema: SchemaPrompt) -> list[list[span.SpanState | None]]:
-    """A SpanState per valid slot (one DocIndex per document of a row); None for padding slots."""
+    """A SpanState per valid slot (on its document's DocIndex); None for padding slots."""
     valid = rows.slot_valid.tolist()
     out = []
     for b, row in enumerate(rows.span):
-        index: dict[int, span.DocIndex] = {}
         states: list[span.SpanState | None] = []
-        for s, ids in enumerate(row):
-            if ids is None:
-                raise ValueError("extractive decoding needs RowDoc.span (the product text's ids)")
-            if id(ids) not in index:
-                index[id(ids)] = span.DocIndex(ids)
-            states.append(
-                span.SpanState(index[id(ids)], schema.na_ids, schema.terminator) if valid[b][s] else None
-            )
+        for s, index in enumerate(row):
+            if index is None:
+                raise ValueError("extractive decoding needs RowDoc.span (extractive.doc_index of the text)")
+            states.append(span.SpanState(index, schema.na_ids, schema.terminator) if valid[b][s] else None)
         states += [None] * (len(valid[b]) - len(states))
         out.append(states)
     return out
@@ -303,17 +298,19 @@ def collect(tokens, lps, valid, term: int) -> list[list[SlotValue]]:
 
 
 def hpd_rows(
-    docs: list[list[int]], n_attr: int, stack: int, spans: list[list[int]] | None = None
+    docs: list[list[int]], n_attr: int, stack: int, spans: list[span.DocIndex] | None = None
 ) -> list[list[RowDoc]]:
     """Group documents J at a time into rows (every slot of every document decoded).
-    spans: the product text ids of each document (needed for extractive decoding)."""
+    spans: extractive.doc_index of each document's text (needed for extractive decoding)."""
     all_slots = list(range(n_attr))
     spans_ = spans if spans is not None else [None] * len(docs)
     docs_ = [RowDoc(d, n_attr, all_slots, sp) for d, sp in zip(docs, spans_, strict=True)]
     return [docs_[i : i + stack] for i in range(0, len(docs_), stack)]
 
 
-def fork_rows(docs: list[list[int]], n_attr: int, spans: list[list[int]] | None = None) -> list[list[RowDoc]]:
+def fork_rows(
+    docs: list[list[int]], n_attr: int, spans: list[span.DocIndex] | None = None
+) -> list[list[RowDoc]]:
     """One row per (document, attribute): the document, keys 0..n, slot n (the fork baseline)."""
     spans_ = spans if spans is not None else [None] * len(docs)
     return [[RowDoc(d, n + 1, [n], sp)] for d, sp in zip(docs, spans_, strict=True) for n in range(n_attr)]

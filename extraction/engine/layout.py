@@ -28,6 +28,10 @@ NA = "n/a"  # absent attribute
 VALUE_END = (
     "<|eov|>"  # the value terminator when the tokenizer has it (else eos), in HPD slots and AR-JSON alike
 )
+# every value is written after a space (inside the JSON quotes), as every word but the first of a
+# document follows one: with tokenizers that glue a space to the next word (" Red"), a value then
+# has the very tokens it has in the document, so copying it is copying token ids
+VALUE_PREFIX = " "
 PROMPT_DOC = -1  # doc id of the shared prefix
 PROMPT_SLOT = -1  # slot id of every prompt token
 PAD = -2  # doc / slot id of padding entries: never visible to anyone
@@ -135,7 +139,7 @@ def schema_prompt(tokenizer: Tokenizer, attributes: list[AttributeSpec]) -> Sche
         end_ids=_encode(tokenizer, END_TEXT),
         terminator=terminator_id(tokenizer),
         eos=None if tokenizer.eos_token_id is None else int(tokenizer.eos_token_id),
-        na_ids=_encode(tokenizer, NA),
+        na_ids=_encode(tokenizer, VALUE_PREFIX + NA),
     )
 
 
@@ -143,15 +147,9 @@ def doc_ids(tokenizer: Tokenizer, text: str) -> list[int]:
     return _encode(tokenizer, doc_text(text))
 
 
-def span_ids(tokenizer: Tokenizer, text: str) -> list[int]:
-    """Token ids of the product text alone (as doc_text normalizes it): extractive decoding keeps
-    every value a contiguous run of these ids."""
-    return _encode(tokenizer, " ".join(text.split()))
-
-
 def value_ids(tokenizer: Tokenizer, value: str, terminator: int, max_tokens: int | None = None) -> list[int]:
     """Value tokens followed by the terminator; cut to max_tokens value tokens when given."""
-    ids = _encode(tokenizer, value if value.strip() else NA)
+    ids = _encode(tokenizer, VALUE_PREFIX + (value.strip() if value.strip() else NA))
     if max_tokens is not None:
         ids = ids[:max_tokens]
     return ids + [terminator]
@@ -288,13 +286,14 @@ def ar_max_new_tokens(schema: SchemaPrompt) -> int:
 
 
 def parse_ar_json(text: str, names: list[str]) -> dict[str, str | None]:
-    """Tolerant parse of AR-JSON output: a value per name, None when its key never appeared."""
+    """Tolerant parse of AR-JSON output: a value per name (VALUE_PREFIX and stray spaces stripped),
+    None when its key never appeared."""
     text = text.strip()
     start = text if text.startswith("{") else "{" + text
     try:
         obj = json.loads(start)
         if isinstance(obj, dict):
-            return {n: (str(obj[n]) if n in obj else None) for n in names}
+            return {n: (str(obj[n]).strip() if n in obj else None) for n in names}
     except ValueError:
         pass
     out: dict[str, str | None] = {}
@@ -306,5 +305,5 @@ def parse_ar_json(text: str, names: list[str]) -> dict[str, str | None]:
             continue
         rest = text[at + len(key) :]
         ends = [i for i in (rest.find('", "'), rest.find('"}'), rest.find('",')) if i >= 0]
-        out[name] = rest[: min(ends)] if ends else rest
+        out[name] = (rest[: min(ends)] if ends else rest).strip()
     return out

@@ -20,9 +20,9 @@ from transformers import PreTrainedTokenizerFast
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 VALUE_END = "<|eov|>"  # ends every value, in HPD slots and in AR-JSON alike (layout.VALUE_END)
 SPECIAL_TOKENS = [PAD, BOS, EOS, VALUE_END]  # ids 0, 1, 2, 3
-# one whitespace char | one digit | a run of letters | any other single char
-SPLIT_PATTERN = r"\s|\d|[^\W\d_]+|[^\s]"
-DEFAULT_VOCAB_SIZE = 2048
+# a run of letters with the space before it | one whitespace char | one digit | any other single char
+SPLIT_PATTERN = r" ?[^\W\d_]+|\s|\d|[^\s]"
+DEFAULT_VOCAB_SIZE = 4096
 
 
 def build_tokenizer(texts: Iterable[str], vocab_size: int = DEFAULT_VOCAB_SIZE) -> PreTrainedTokenizerFast:

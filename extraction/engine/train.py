@@ -47,12 +47,14 @@ from .data import product_text
 from .layout import NA, AttributeSpec, build_hpd_layout, doc_ids, schema_prompt, terminator_id, value_ids
 from .masks import hpd_mask
 from .splits import SPLITS_DIR, load_split, resolve_data_dirs
+from .tokenizer_train import DEFAULT_VOCAB_SIZE
 
 log = logging.getLogger("extraction.train")
 
 DEFAULT_DATA = str(Path(__file__).resolve().parents[3] / "shared" / "data" / "ave")
 DEFAULT_OUT = str(Path(__file__).resolve().parents[2] / "models" / "slotwise-ave")
 IGNORE = -100
+EXTRACTIVE_SHARE = 0.95  # values verbatim in their document from which a model decodes extractively
 
 # model presets for training from scratch (Llama: a standard HF architecture the engine serves)
 SIZES = {
@@ -151,6 +153,30 @@ def attribute_budgets(corpus: Corpus, tokenizer, margin: int = 2, low: int = 4, 
         "attribute_budgets": per_attr,
         "default_budget": 16,
         "note": "longest training value in tokens + 2, clamped to [4, 48]; training saw gaps up to +12",
+    }
+
+
+def verbatim_share(corpus: Corpus) -> float:
+    """Share of the present training values that occur verbatim in their document."""
+    found = total = 0
+    for records in corpus.groups.values():
+        for record in records:
+            text = " ".join(product_text(record).split())
+            for value in record_gold(record).values():
+                if value and value != NA:
+                    total += 1
+                    found += " ".join(value.split()) in text
+    return found / total if total else 0.0
+
+
+def model_settings(corpus: Corpus, tokenizer) -> dict:
+    """slotwise.json: token budgets, and extractive decoding on when the model was trained on
+    copied values (at least 95% of them verbatim in their document)."""
+    share = verbatim_share(corpus)
+    return {
+        **attribute_budgets(corpus, tokenizer),
+        "extractive": share >= EXTRACTIVE_SHARE,
+        "verbatim_share": round(share, 4),
     }
 
 
@@ -576,7 +602,7 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--size", choices=sorted(SIZES), default="small", help="model preset when training from scratch"
     )
-    p.add_argument("--vocab-size", type=int, default=1024)
+    p.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB_SIZE)
     p.add_argument(
         "--lr", type=float, default=None, help="peak learning rate (default 2e-3 scratch, 5e-5 --base)"
     )
@@ -585,6 +611,8 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--formats", default="hpd,ar", help="hpd,ar (default), hpd or ar")
     p.add_argument("--no-augment", action="store_true", help="no copy augmentation")
     p.add_argument("--p-augment", type=float, default=aug.AugmentConfig.p_product)
+    p.add_argument("--p-attribute", type=float, default=aug.AugmentConfig.p_attribute)
+    p.add_argument("--p-mutate", type=float, default=aug.AugmentConfig.p_mutate)
     p.add_argument("--log-every", type=int, default=TrainConfig.log_every)
     p.add_argument(
         "--save-every",
@@ -633,7 +661,11 @@ def run_train(args) -> int:
     formats = {f.strip() for f in args.formats.split(",") if f.strip()}
     p_hpd = 1.0 if formats == {"hpd"} else 0.0 if formats == {"ar"} else 0.5
     row_cfg = RowConfig(row_tokens=args.row_tokens, p_hpd=p_hpd)
-    aug_cfg = None if args.no_augment else aug.AugmentConfig(p_product=args.p_augment)
+    aug_cfg = (
+        None
+        if args.no_augment
+        else aug.AugmentConfig(p_product=args.p_augment, p_attribute=args.p_attribute, p_mutate=args.p_mutate)
+    )
     sampler = RowSampler(corpus, tokenizer, row_cfg, aug_cfg, args.seed)
     cfg = TrainConfig(
         seed=args.seed,
@@ -646,7 +678,7 @@ def run_train(args) -> int:
         warmup=min(TrainConfig.warmup, max(1, args.steps // 10)),
     )
 
-    budgets = attribute_budgets(corpus, tokenizer)
+    budgets = model_settings(corpus, tokenizer)
 
     def save(step: int) -> None:
         model.save_pretrained(str(out), safe_serialization=True)

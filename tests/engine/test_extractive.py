@@ -1,5 +1,5 @@
-"""Extractive decoding (opt-in): every value is a token span of its document or "n/a", in HPD, fork
-and AR-JSON; off by default (outputs unchanged)."""
+"""Extractive decoding: every value is a substring of its document or "n/a", in HPD, fork and
+AR-JSON; without it the outputs are unchanged."""
 
 from __future__ import annotations
 
@@ -7,36 +7,85 @@ import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
 from extraction.engine import ar, hpd, layout
-from extraction.engine.extractive import allowed_mask, allowed_tokens, constrain
+from extraction.engine.extractive import (
+    DocIndex,
+    TokenTable,
+    allowed_mask,
+    allowed_tokens,
+    constrain,
+    doc_index,
+)
 
 from .conftest import ATTRS, TEXTS, tiny_model
 
-END, NA_IDS = 99, [7, 8, 9]
-DOC = [1, 2, 3, 1, 2, 4, 5]
+# a toy vocabulary: ids 0 and 1 are special (no bytes), 2 ends values
+PIECES = [
+    None,
+    None,
+    None,
+    b" ",
+    b"Red",
+    b" Red",
+    b" Pat",
+    b"ent",
+    b" Pa",
+    b"t",
+    b",",
+    b" n",
+    b"/",
+    b"a",
+    b"x",
+    b"5",
+]
+TOK = {p.decode(): i for i, p in enumerate(PIECES) if p}
+END, NA_IDS = 2, [TOK[" n"], TOK["/"], TOK["a"]]
+TABLE = TokenTable(PIECES)
+DOC = DocIndex("Red  Patent, Red Pat 5", TABLE)  # whitespace runs are normalized like the prompt
 
 
-def test_start_allows_every_document_token_and_the_start_of_na():
-    assert allowed_tokens(DOC, [], NA_IDS, END) == [1, 2, 3, 4, 5, 7]
+def ids(*pieces: str) -> list[int]:
+    return [TOK[p] for p in pieces]
 
 
-def test_it_continues_every_occurrence_and_ends_only_a_complete_span():
-    assert allowed_tokens(DOC, [1], NA_IDS, END) == [2, END]  # 1 occurs twice, both continue with 2
-    assert allowed_tokens(DOC, [1, 2], NA_IDS, END) == [3, 4, END]  # two occurrences, two continuations
-    assert allowed_tokens(DOC, [2, 4], NA_IDS, END) == [5, END]
-    assert allowed_tokens(DOC, [4, 5], NA_IDS, END) == [END]  # the document's last tokens
-    assert allowed_tokens(DOC, [2, 3, 1, 2, 4], NA_IDS, END) == [5, END]
+def test_start_allows_tokens_found_in_the_text_whitespace_and_the_start_of_na():
+    # matching is on text, leading whitespace dropped: "Red" and " Red" occur, so do "ent", "t", "a" and
+    # "n" inside "Patent" (" n" also starts "n/a"); "x" does not; a bare " " may start a value
+    # (layout.VALUE_PREFIX before digits)
+    want = ids(" ", "Red", " Red", " Pat", "ent", " Pa", "t", ",", " n", "a", "5")
+    assert allowed_tokens(DOC, [], NA_IDS, END) == sorted(want)
+
+
+def test_it_continues_every_occurrence_and_may_end_once_started():
+    # " Red" = "Red" (leading space dropped) occurs twice, each time followed by " Pat..."
+    assert allowed_tokens(DOC, ids(" Red"), NA_IDS, END) == sorted(ids(" ", " Pat", " Pa") + [END])
+    # "Red Pat" occurs twice: "Red Patent" continues with "ent", "Red Pat 5" with " "
+    assert allowed_tokens(DOC, ids(" Red", " Pat"), NA_IDS, END) == sorted(ids("ent", " ") + [END])
+    assert allowed_tokens(DOC, ids(" Red", " Pa", "t"), NA_IDS, END) == sorted(ids("ent", " ") + [END])
+    assert allowed_tokens(DOC, ids(" ", "5"), NA_IDS, END) == [END]  # the text's last byte
+    assert allowed_tokens(DOC, ids(" "), NA_IDS, END) == allowed_tokens(DOC, [], [], END)  # not started
 
 
 def test_a_value_that_left_the_document_may_only_end():
     # not reachable under the constraint; the state stays well defined (never an empty set)
-    assert allowed_tokens(DOC, [3, 3], [], END) == [END]
+    assert allowed_tokens(DOC, ids("x", "x"), [], END) == [END]
 
 
 def test_na_path():
-    assert allowed_tokens(DOC, [7], NA_IDS, END) == [8]  # no terminator before "n/a" is complete
-    assert allowed_tokens(DOC, [7, 8], NA_IDS, END) == [9]
-    assert allowed_tokens(DOC, [7, 8, 9], NA_IDS, END) == [END]
-    assert allowed_tokens([7, 5], [7], NA_IDS, END) == [5, 8, END]  # n/a's first token also in the doc
+    doc = DocIndex("Red 5", TABLE)
+    assert allowed_tokens(doc, ids(" n"), NA_IDS, END) == ids("/")  # no end before "n/a" is complete
+    assert allowed_tokens(doc, ids(" n", "/"), NA_IDS, END) == ids("a")
+    assert allowed_tokens(doc, ids(" n", "/", "a"), NA_IDS, END) == [END]
+    doc = DocIndex("Red n/a", TABLE)  # "n/a" also in the text: "n/" is a substring, so it may end
+    assert allowed_tokens(doc, ids(" n", "/"), NA_IDS, END) == sorted(ids("a") + [END])
+    assert allowed_tokens(doc, ids(" n"), NA_IDS, END) == sorted(ids("/") + [END])
+
+
+def test_token_pieces_of_a_byte_level_tokenizer(tokenizer):
+    table = TokenTable.from_tokenizer(tokenizer)
+    text = "Red Patent, 5000 mcg"
+    for tid in tokenizer.encode(text, add_special_tokens=False):
+        assert table.pieces[tid] == tokenizer.decode([tid]).encode()
+    assert all(table.pieces[t] is None for t in tokenizer.all_special_ids)
 
 
 def test_mask_and_constrain_renormalize_over_the_allowed_tokens():
@@ -52,16 +101,16 @@ def test_mask_and_constrain_renormalize_over_the_allowed_tokens():
 # ---------------------------------------------------------------------------------- decoders
 
 
-def is_span(value: list[int], doc: list[int]) -> bool:
-    k = len(value)
-    return k > 0 and any(doc[i : i + k] == value for i in range(len(doc) - k + 1))
+def is_span(tokenizer, value: list[int], index: DocIndex) -> bool:
+    text = tokenizer.decode(value, skip_special_tokens=True).strip()
+    return bool(text) and text.encode() in index.data
 
 
 def setup(tokenizer):
     model = tiny_model("llama", tokenizer)
     schema = layout.schema_prompt(tokenizer, ATTRS)
     docs = [layout.doc_ids(tokenizer, t) for t in TEXTS]
-    spans = [layout.span_ids(tokenizer, t) for t in TEXTS]
+    spans = [doc_index(tokenizer, t) for t in TEXTS]
     return model, schema, docs, spans
 
 
@@ -79,7 +128,7 @@ def test_hpd_values_are_spans_of_their_document_or_na(tokenizer):
     for r, row in enumerate(out):
         for (j, _n), v in row.items():
             doc = spans[r * 2 + j]
-            assert v.ids == schema.na_ids or is_span(v.ids, doc), (v.ids, doc)
+            assert v.ids == schema.na_ids or is_span(tokenizer, v.ids, doc), (v.ids, doc.data)
             assert len(v.logprobs) >= 1 and all(lp <= 1e-6 for lp in v.logprobs)
             seen += 1
     assert seen == len(docs) * 3
@@ -169,7 +218,7 @@ def test_ar_values_are_spans_of_their_document_or_na(tokenizer):
         vals = ar_values(toks, schema)
         assert len(vals) == len(schema.key_ids)  # the keys were forced
         for v in vals:
-            assert v == schema.na_ids or is_span(v, doc), (v, doc)
+            assert v == schema.na_ids or is_span(tokenizer, v, doc), (v, doc.data)
             n_values += 1
     assert n_values == len(docs) * 3
     assert free != outs  # the constraint acted
