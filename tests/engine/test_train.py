@@ -23,9 +23,12 @@ from extraction.engine.modeling import expand_cache, forward_hidden, logprobs
 from extraction.engine.tokenizer_train import build_tokenizer
 from extraction.engine.train import (
     Example,
+    RowConfig,
+    RowSampler,
     add_train_parser,
     build_row,
     collate,
+    load_corpus,
     new_model,
     run_train,
     training_logits,
@@ -425,3 +428,18 @@ def test_base_fine_tunes_a_local_hf_model_and_adds_the_value_end_token(tmp_path)
         [Document("a", DOCS[0])], [AttributeSpec(n, max_tokens=3) for n in NAMES], stack=1, rows=1
     )
     assert set(res[0]) == set(NAMES)
+
+
+def test_rows_carry_only_judged_keys_and_keep_thins_a_data_set(tmp_path, tokenizer):
+    corpus = load_corpus(write_toy_data(tmp_path), tmp_path / "splits")
+    sampler = RowSampler(corpus, tokenizer, RowConfig(row_tokens=300, keep={"toy-wdc": 0.0}), None, 0)
+    texts = [tokenizer.decode(r.input_ids) for r in sampler.epoch_rows()]
+    assert texts and not any("Great shoes" in t for t in texts)  # toy-wdc drawn with share 0
+    assert any("Crocs" in t for t in texts)
+    unjudged = Example(DOCS[1], "Shoes", {"Brand": "Crocs", "Color": "Nautical Navy"})  # Size not judged
+    judged = Example(DOCS[0], "Shoes", dict(GOLD[0]))
+    sampler = RowSampler(corpus, tokenizer, RowConfig(row_tokens=1024), None, 0)
+    (row,) = sampler._pack(NAMES, [unjudged])
+    assert '"Size"' not in tokenizer.decode(row.input_ids)  # a key without a value only costs tokens
+    (row,) = sampler._pack(NAMES, [unjudged, judged])
+    assert '"Size"' in tokenizer.decode(row.input_ids)
