@@ -124,6 +124,17 @@ def load_corpus(data: list[str], splits_dir: Path = SPLITS_DIR, write_splits: bo
     return corpus
 
 
+def focus_subset(corpus: Corpus, per_group: int, seed: int) -> Corpus:
+    """per_group products of every schema group (seeded draw), for the focus phase."""
+    rng = random.Random(seed)
+    out = Corpus(schemas=corpus.schemas, pools=corpus.pools, dev=corpus.dev)
+    for key in sorted(corpus.groups):
+        records = list(corpus.groups[key])
+        rng.shuffle(records)
+        out.groups[key] = records[:per_group]
+    return out
+
+
 def tokenizer_texts(corpus: Corpus) -> list[str]:
     """Every text the model reads or writes: prompts (layout wording) and values."""
     from .layout import doc_text, key_text, prefix_text
@@ -630,6 +641,14 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
         metavar="NAME=SHARE",
         help="draw only this share of a data set's products per epoch (e.g. wdc-pave=0.4: long documents)",
     )
+    p.add_argument(
+        "--focus-steps",
+        type=int,
+        default=0,
+        help="first train this many steps on a few products per schema, HPD format only, no augmentation "
+        "(teaches a model from scratch to read values from the document)",
+    )
+    p.add_argument("--focus-products", type=int, default=16, help="products per schema in the focus phase")
     p.add_argument("--log-every", type=int, default=TrainConfig.log_every)
     p.add_argument(
         "--save-every",
@@ -710,6 +729,32 @@ def run_train(args) -> int:
         (out / "slotwise.json").write_text(json.dumps(budgets, indent=1, ensure_ascii=False) + "\n")
         log.info("checkpoint at step %d saved to %s", step, out)
 
+    focus = None
+    if args.focus_steps > 0:
+        # A from-scratch model first learns each attribute's usual values and only much later to
+        # read them from the document; a few products seen many times, in the HPD format alone and
+        # unaugmented, make reading the document pay off at once (measured: a 6-layer model reads
+        # the gender from unseen titles after 120 such steps, not after 900 on everything)
+        focus_corpus = focus_subset(corpus, args.focus_products, args.seed)
+        focus_sampler = RowSampler(
+            focus_corpus, tokenizer, RowConfig(row_tokens=args.row_tokens, p_hpd=1.0), None, args.seed
+        )
+        focus_cfg = TrainConfig(
+            seed=args.seed,
+            steps=args.focus_steps,
+            lr=lr,
+            batch_tokens=args.batch_tokens,
+            log_every=args.log_every,
+            autocast=args.autocast,
+            warmup=min(TrainConfig.warmup, max(1, args.focus_steps // 5)),
+        )
+        log.info(
+            "focus phase: %d products, HPD only, no augmentation, %d steps",
+            focus_corpus.size,
+            args.focus_steps,
+        )
+        focus = train_loop(model, focus_sampler, tokenizer.pad_token_id, focus_cfg, args.device)
+        model.train()
     result = train_loop(model, sampler, tokenizer.pad_token_id, cfg, args.device, save, args.save_every)
     model.to("cpu")
     save(result["steps"])
@@ -726,6 +771,14 @@ def run_train(args) -> int:
         "device": args.device,
         "data": {name: {"dev": len(dev)} for name, dev in corpus.dev.items()},
         "train_products": corpus.size,
+        "focus": None
+        if focus is None
+        else {
+            "products_per_schema": args.focus_products,
+            "steps": focus["steps"],
+            "seconds": focus["seconds"],
+            "tokens": focus["tokens"],
+        },
         **result,
     }
     (out / "training.json").write_text(json.dumps(meta, indent=2) + "\n")

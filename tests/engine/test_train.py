@@ -307,6 +307,10 @@ def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
             "1",
             "--threads",
             "1",
+            "--focus-steps",
+            "2",
+            "--focus-products",
+            "2",
         ]
     )
     assert run_train(args) == 0
@@ -315,6 +319,8 @@ def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
     assert (tmp_path / "splits" / "toy-wdc-dev.jsonl").is_file()
     meta = json.loads((out / "training.json").read_text())
     assert meta["steps"] == 3 and meta["train"]["seed"] == 1
+    assert meta["focus"]["steps"] == 2 and meta["focus"]["products_per_schema"] == 2
+    assert json.loads((out / "slotwise.json").read_text())["extractive"] is True  # toy values are copied
 
     from extraction.engine.api import Document, Extractor
 
