@@ -47,11 +47,12 @@ def ids(*pieces: str) -> list[int]:
     return [TOK[p] for p in pieces]
 
 
-def test_start_allows_tokens_found_in_the_text_whitespace_and_the_start_of_na():
-    # matching is on text, leading whitespace dropped: "Red" and " Red" occur, so do "ent", "t", "a" and
-    # "n" inside "Patent" (" n" also starts "n/a"); "x" does not; a bare " " may start a value
-    # (layout.VALUE_PREFIX before digits)
-    want = ids(" ", "Red", " Red", " Pat", "ent", " Pa", "t", ",", " n", "a", "5")
+def test_start_allows_tokens_found_at_a_word_start_whitespace_and_the_start_of_na():
+    # matching is on text, leading whitespace dropped: "Red" and " Red" occur, so do " Pat", " Pa",
+    # "," (a non-word character may start anywhere) and "5"; "ent", "t" and "a" occur only inside
+    # "Patent" (no value starts mid-word); "x" does not occur; a bare " " may start a value
+    # (layout.VALUE_PREFIX before digits); " n" starts "n/a"
+    want = ids(" ", "Red", " Red", " Pat", " Pa", ",", " n", "5")
     assert allowed_tokens(DOC, [], NA_IDS, END) == sorted(want)
 
 
