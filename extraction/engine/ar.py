@@ -41,7 +41,7 @@ class ForwardCounter:
 
 
 class ExtractiveProcessor(LogitsProcessor):
-    """Extractive AR-JSON: inside a value, only tokens that keep it a token span of its document
+    """Extractive AR-JSON: inside a value, only tokens that keep it a substring of its document
     (or "n/a"), and the value's end token once it is one; outside values, nothing is constrained.
 
     Follows each row's output against layout.ar_target: once the generated ids end with the next

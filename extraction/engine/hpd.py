@@ -151,7 +151,7 @@ def decode_rows(
 ) -> list[list[SlotValue]]:
     """Prefill the rows after the shared prefix, then decode every slot greedily. -> [B][S] values.
     max_steps stops early and clock collects a timestamp after each forward (layout cost probes).
-    extractive: every value is a token span of its document (RowDoc.span) or "n/a" (extractive.py)."""
+    extractive: every value is a substring of its document (RowDoc.span) or "n/a" (extractive.py)."""
     device, dtype = rows.input_ids.device, model.dtype
     B, L = rows.input_ids.shape
     S = rows.slot_index.shape[1]
