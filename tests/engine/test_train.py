@@ -280,38 +280,35 @@ def write_toy_data(root):
     return [str(oa), str(wdc)]
 
 
-def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
+def toy_args(data: list[str], out, splits, *extra: str):
+    """Parsed `train` arguments for a tiny model on the toy data (a few seconds on a CPU)."""
     parser = argparse.ArgumentParser()
     add_train_parser(parser.add_subparsers(dest="cmd"))
-    out = tmp_path / "model"
-    args = parser.parse_args(
+    tiny = ["--size", "tiny", "--vocab-size", "300", "--batch-tokens", "600", "--row-tokens", "300"]
+    return parser.parse_args(
         [
             "train",
             "--data",
-            *write_toy_data(tmp_path),
+            *data,
             "--out",
             str(out),
-            "--size",
-            "tiny",
-            "--steps",
-            "3",
-            "--vocab-size",
-            "300",
-            "--batch-tokens",
-            "600",
-            "--row-tokens",
-            "300",
             "--splits-dir",
-            str(tmp_path / "splits"),
-            "--seed",
-            "1",
+            str(splits),
             "--threads",
             "1",
-            "--focus-steps",
-            "2",
-            "--focus-products",
-            "2",
+            *tiny,
+            *extra,
         ]
+    )
+
+
+def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
+    out = tmp_path / "model"
+    args = toy_args(
+        write_toy_data(tmp_path),
+        out,
+        tmp_path / "splits",
+        *["--steps", "3", "--seed", "1", "--focus-steps", "2", "--focus-products", "2"],
     )
     assert run_train(args) == 0
     for name in ("config.json", "model.safetensors", "tokenizer.json", "training.json"):
@@ -332,36 +329,10 @@ def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
 
 
 def test_training_is_seeded(tmp_path):
-    parser = argparse.ArgumentParser()
-    add_train_parser(parser.add_subparsers(dest="cmd"))
     data = write_toy_data(tmp_path)
     losses = []
     for run in ("a", "b"):
-        args = parser.parse_args(
-            [
-                "train",
-                "--data",
-                *data,
-                "--out",
-                str(tmp_path / run),
-                "--size",
-                "tiny",
-                "--steps",
-                "2",
-                "--vocab-size",
-                "300",
-                "--batch-tokens",
-                "600",
-                "--row-tokens",
-                "300",
-                "--splits-dir",
-                str(tmp_path / "splits"),
-                "--log-every",
-                "1",
-                "--threads",
-                "1",
-            ]
-        )
+        args = toy_args(data, tmp_path / run, tmp_path / "splits", "--steps", "2", "--log-every", "1")
         run_train(args)
         losses.append(json.loads((tmp_path / run / "training.json").read_text())["history"])
     assert losses[0] == [{**h, "minutes": losses[0][i]["minutes"]} for i, h in enumerate(losses[1])]
