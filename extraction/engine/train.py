@@ -43,6 +43,7 @@ from pathlib import Path
 import torch
 
 from . import augment as aug
+from . import extractive as span
 from .data import product_text
 from .layout import NA, AttributeSpec, build_hpd_layout, doc_ids, schema_prompt, terminator_id, value_ids
 from .masks import hpd_mask
@@ -205,6 +206,10 @@ class Row:
     labels: list[int]
     n_hpd: int = 0
     n_ar: int = 0
+    # index of a labeled value token -> the tokens extractive decoding allows there (with_choices)
+    choices: dict[int, list[int]] = field(default_factory=dict)
+    # next-token targets inside each document's text (the auxiliary language-model loss)
+    lm_labels: list[int] = field(default_factory=list)
 
 
 def value_terminator(tokenizer) -> int:
@@ -221,35 +226,83 @@ def hpd_values(tokenizer, specs: list[AttributeSpec], gold: dict[str, str | None
     return out
 
 
-def build_row(tokenizer, specs: list[AttributeSpec], hpd: list[Example], ar: list[Example]) -> Row:
+def value_choices(index, target: list[int], na: list[int], end: int) -> list[list[int]] | None:
+    """For each token of a gold value (value ids + end token): the tokens extractive decoding
+    allows at that step (extractive.SpanState). None when the gold value is not a span of the
+    document (it could not be decoded extractively, so it gets no extractive loss)."""
+    state = span.SpanState(index, na, end)
+    out = []
+    for i, tok in enumerate(target):
+        allowed = state.allowed()
+        if tok not in allowed:
+            return None
+        out.append(allowed)
+        if i < len(target) - 1:
+            state.push(tok)
+    return out
+
+
+def build_row(
+    tokenizer, specs: list[AttributeSpec], hpd: list[Example], ar: list[Example], with_choices: bool = False
+) -> Row:
     """Prefix + HPD documents (gold values appended in their slots) + AR documents (JSON target).
 
     specs' max_tokens must cover each HPD value (value tokens <= gap); AR values are never cut.
+    with_choices: record, for every value token, the tokens extractive decoding would allow there
+    (Row.choices), for the extractive loss.
     """
     schema = schema_prompt(tokenizer, specs)  # its terminator: VALUE_END (the bundled tokenizer has it)
     layout = build_hpd_layout(schema, [doc_ids(tokenizer, ex.text) for ex in hpd])
     ids, pos = list(layout.input_ids), list(layout.position_ids)
     doc, slot = list(layout.doc_ids), list(layout.slot_ids)
     labels = [IGNORE] * len(ids)
-    appended: list[tuple[list[int], list[int], list[int], list[int], list[int]]] = []
+    lm_labels = [IGNORE] * len(ids)
+    choices: dict[int, list[int]] = {}
     for j, ex in enumerate(hpd):
+        text = doc_ids(tokenizer, ex.text)
+        first = layout.doc_ids.index(j)
+        lm_labels[first : first + len(text) - 1] = text[1:]
+    appended: list[tuple[list[int], list[int], list[int], list[int], list[int], list | None]] = []
+    for j, ex in enumerate(hpd):
+        index = span.doc_index(tokenizer, ex.text) if with_choices else None
+
         for n, target in enumerate(hpd_values(tokenizer, specs, ex.gold, schema.terminator)):
             if target is None:
                 continue
             if len(target) - 1 > specs[n].max_tokens:
                 raise ValueError(f"value of {specs[n].name!r} longer than its gap")
             labels[layout.key_end[j][n]] = target[0]
+            allowed = (
+                value_choices(index, target, schema.na_ids, schema.terminator) if index is not None else None
+            )
+            if allowed:
+                choices[layout.key_end[j][n]] = allowed[0]
             k = len(target) - 1
             appended.append(
-                (target[:-1], [layout.slot_start[j][n] + i for i in range(k)], [j] * k, [n] * k, target[1:])
+                (
+                    target[:-1],
+                    [layout.slot_start[j][n] + i for i in range(k)],
+                    [j] * k,
+                    [n] * k,
+                    target[1:],
+                    allowed[1:] if allowed else None,
+                )
             )
     # AR documents: own doc id, prompt slots, positions restart after the prefix
     prefix_len = layout.prefix_len
     for i, ex in enumerate(ar):
         j = len(hpd) + i
         prompt = doc_ids(tokenizer, ex.text)
-        target, tmask = ar_target_masked(tokenizer, schema, specs, ex.gold)
+        target, tmask, spans = ar_target_masked(tokenizer, schema, specs, ex.gold)
+        if with_choices and schema.value_end_in_ar:
+            index = span.doc_index(tokenizer, ex.text)
+            first = len(ids) + len(prompt) - 1  # index whose label is target[0]
+            for at, vids in spans:
+                allowed = value_choices(index, vids, schema.na_ids, schema.terminator)
+                for i, a in enumerate(allowed or []):
+                    choices[first + at + i] = a
         seq = prompt + target
+        lm_labels += prompt[1:] + [IGNORE] * (len(target) + 1)
         ids += seq
         pos += list(range(prefix_len, prefix_len + len(seq)))
         doc += [j] * len(seq)
@@ -257,13 +310,16 @@ def build_row(tokenizer, specs: list[AttributeSpec], hpd: list[Example], ar: lis
         # label at index t = token t+1 of the sequence; only target tokens that are judged
         tgt_labels = [tok if keep else IGNORE for tok, keep in zip(target, tmask, strict=True)]
         labels += [IGNORE] * (len(prompt) - 1) + tgt_labels + [IGNORE]
-    for a_ids, a_pos, a_doc, a_slot, a_lab in appended:
+    for a_ids, a_pos, a_doc, a_slot, a_lab, a_choices in appended:
+        for i, a in enumerate(a_choices or []):
+            choices[len(ids) + i] = a
         ids += a_ids
         pos += a_pos
         doc += a_doc
         slot += a_slot
         labels += a_lab
-    return Row(ids, pos, doc, slot, labels, len(hpd), len(ar))
+        lm_labels += [IGNORE] * len(a_lab)
+    return Row(ids, pos, doc, slot, labels, len(hpd), len(ar), choices, lm_labels)
 
 
 def ar_target_masked(tokenizer, schema, specs: list[AttributeSpec], gold: dict[str, str | None]):
@@ -272,26 +328,35 @@ def ar_target_masked(tokenizer, schema, specs: list[AttributeSpec], gold: dict[s
 
     A value keeps its terminator in AR-JSON too when the terminator is a dedicated value-end token
     (not eos): HPD slot 0 and AR value 0 see the same context, so both must predict the same token
-    after the value. The object ends with '"}' and eos."""
+    after the value. The object ends with '"}' and eos.
+
+    Also returns, per judged value, (offset of its first token in the target, its ids)."""
     eos = tokenizer.eos_token_id
     keep_term = schema.terminator != eos
     out: list[int] = []
     keep: list[bool] = []
+    spans: list[tuple[int, list[int]]] = []
     for n, spec in enumerate(specs):
         value = gold.get(spec.name)
         out += schema.key_ids[n]
         keep += [True] * len(schema.key_ids[n])
         vids = value_ids(tokenizer, NA if value is None else value, schema.terminator)
         vids = vids if keep_term else vids[:-1]
+        if value is not None:
+            spans.append((len(out), vids))
         out += vids
         keep += [value is not None] * len(vids)
     out += schema.end_ids + [eos]
     keep += [True] * (len(schema.end_ids) + 1)
-    return out, keep
+    return out, keep, spans
 
 
-def collate(rows: list[Row], pad_id: int) -> dict[str, torch.Tensor]:
-    """Right-pad rows (doc = slot = -2, position 0, no loss) and build the HPD mask."""
+def collate(rows: list[Row], pad_id: int, vocab_size: int | None = None) -> dict[str, torch.Tensor]:
+    """Right-pad rows (doc = slot = -2, position 0, no loss).
+
+    With vocab_size, also "choices": bool [M, V] over the M labeled tokens (row-major order, as
+    training_logits selects them), True where extractive decoding allows a token there; a row of
+    all True where it does not constrain the token (keys, JSON punctuation, values off the text)."""
     width = max(len(r.input_ids) for r in rows)
 
     def pad(values: list[int], fill: int) -> list[int]:
@@ -303,7 +368,13 @@ def collate(rows: list[Row], pad_id: int) -> dict[str, torch.Tensor]:
         "doc_ids": torch.tensor([pad(r.doc_ids, -2) for r in rows]),
         "slot_ids": torch.tensor([pad(r.slot_ids, -2) for r in rows]),
         "labels": torch.tensor([pad(r.labels, IGNORE) for r in rows]),
+        "lm_labels": torch.tensor([pad(r.lm_labels or [IGNORE] * len(r.labels), IGNORE) for r in rows]),
     }
+    if vocab_size is not None:
+        allowed: list[list[int] | None] = []
+        for r in rows:
+            allowed += [r.choices.get(t) for t, lab in enumerate(r.labels) if lab != IGNORE]
+        batch["choices"] = span.allowed_mask(allowed, vocab_size)
     return batch
 
 
@@ -319,6 +390,7 @@ class RowConfig:
     min_gap: int = 4
     max_doc_tokens: int = 640  # longer documents are cut (word boundary) to fit a row
     keep: dict[str, float] = field(default_factory=dict)  # data set -> share of its products per epoch
+    choices: bool = False  # record what extractive decoding allows at each value token (Row.choices)
 
 
 def _fit_text(tokenizer, text: str, max_tokens: int) -> str:
@@ -408,7 +480,7 @@ class RowSampler:
                 used += need
                 i += 1
             judged = [n for n in names if any(n in ex.gold for ex in hpd + ar)] or names
-            rows.append(build_row(self.tok, self._specs(judged, hpd + ar), hpd, ar))
+            rows.append(build_row(self.tok, self._specs(judged, hpd + ar), hpd, ar, self.cfg.choices))
         return rows
 
     def batches(self, batch_tokens: int):
@@ -429,20 +501,29 @@ class RowSampler:
 # ---------------------------------------------------------------------------------- model
 
 
-def training_logits(model, batch: dict[str, torch.Tensor], only_labeled: bool = True):
-    """The training forward: one pass with the HPD mask -> (logits [M, V] float32, labels [M]).
+def training_hidden(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The training forward: one pass with the HPD mask -> last hidden states [B, T, H]."""
+    device = next(model.parameters()).device
+    dtype = next(model.parameters()).dtype
+    b = {k: batch[k].to(device) for k in ("input_ids", "position_ids", "doc_ids", "slot_ids")}
+    mask = hpd_mask(b["position_ids"], b["doc_ids"], b["slot_ids"], dtype)
+    return model.base_model(
+        input_ids=b["input_ids"], position_ids=b["position_ids"], attention_mask=mask, use_cache=False
+    ).last_hidden_state
+
+
+def training_logits(
+    model, batch: dict[str, torch.Tensor], only_labeled: bool = True, hidden=None, key="labels"
+):
+    """The training forward -> (logits [M, V] float32, labels [M]) for batch[key] ("labels": value
+    tokens; "lm_labels": document text). hidden: training_hidden's output, to reuse one forward.
 
     With only_labeled, logits are computed only where a label is (M = labeled tokens); else for
     all tokens ([B*T, V], labels -100 where none).
     """
-    device = next(model.parameters()).device
-    dtype = next(model.parameters()).dtype
-    b = {k: v.to(device) for k, v in batch.items()}
-    mask = hpd_mask(b["position_ids"], b["doc_ids"], b["slot_ids"], dtype)
-    hidden = model.base_model(
-        input_ids=b["input_ids"], position_ids=b["position_ids"], attention_mask=mask, use_cache=False
-    ).last_hidden_state
-    labels = b["labels"]
+    if hidden is None:
+        hidden = training_hidden(model, batch)
+    labels = batch[key].to(hidden.device)
     if only_labeled:
         sel = labels != IGNORE
         hidden, labels = hidden[sel], labels[sel]
@@ -511,12 +592,49 @@ class TrainConfig:
     clip: float = 1.0
     log_every: int = 25
     autocast: str = "bf16"  # "bf16": bfloat16 autocast (weights stay float32), "none": plain float32
+    extractive_weight: float = 0.0  # weight of the extractive loss (0 = off; needs RowConfig.choices)
+    lm_weight: float = 0.0  # weight of the language-model loss on the documents' text (0 = off)
+
+
+def extractive_loss(logits: torch.Tensor, labels: torch.Tensor, choices: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy over only the tokens extractive decoding allows at each value token: the
+    choice the decoder really makes (which word of the document starts the value, where it ends,
+    or n/a), so the model learns to rank the document's words rather than the whole vocabulary.
+    Tokens the decoder does not constrain (rows of all True) are left to the ordinary loss."""
+    constrained = ~choices.all(dim=1)
+    if not bool(constrained.any()):
+        return logits.new_zeros(())
+    masked = logits[constrained].masked_fill(~choices[constrained], float("-inf"))
+    return torch.nn.functional.cross_entropy(masked, labels[constrained])
 
 
 def lr_at(cfg: TrainConfig, progress: float, step: int) -> float:
     warm = min(1.0, (step + 1) / max(1, cfg.warmup))
     cos = 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
     return cfg.lr * warm * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * cos)
+
+
+def collate_for(rows: list[Row], pad_id: int, model, cfg: TrainConfig) -> dict[str, torch.Tensor]:
+    """collate, with the extractive choices when the extractive loss is on."""
+    vocab = model.get_output_embeddings().weight.shape[0] if cfg.extractive_weight > 0 else None
+    return collate(rows, pad_id, vocab)
+
+
+def step_losses(model, batch: dict[str, torch.Tensor], cfg: TrainConfig, device: str) -> dict:
+    """The loss terms of one step, from one forward pass: "value" (cross-entropy on the value
+    tokens and terminators, both formats), "extractive" and "lm" when their weights are on."""
+    with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=cfg.autocast == "bf16"):
+        hidden = training_hidden(model, batch)
+        logits, labels = training_logits(model, batch, hidden=hidden)
+        if cfg.lm_weight > 0:
+            lm_logits, lm_labels = training_logits(model, batch, hidden=hidden, key="lm_labels")
+    logits = logits.float()
+    terms = {"value": torch.nn.functional.cross_entropy(logits, labels)}
+    if cfg.extractive_weight > 0:
+        terms["extractive"] = extractive_loss(logits, labels, batch["choices"].to(logits.device))
+    if cfg.lm_weight > 0 and len(lm_labels):
+        terms["lm"] = torch.nn.functional.cross_entropy(lm_logits.float(), lm_labels)
+    return terms
 
 
 def train_loop(
@@ -534,7 +652,7 @@ def train_loop(
     model.train()
     start = time.time()
     stream = sampler.batches(cfg.batch_tokens)
-    step, tokens, seen_loss, seen_n = 0, 0, 0.0, 0
+    step, tokens, seen, seen_n = 0, 0, {}, 0
     history = []
     last_save = start
     while step < cfg.steps:
@@ -549,35 +667,36 @@ def train_loop(
         for group in opt.param_groups:
             group["lr"] = lr
         rows = next(stream)
-        batch = collate(rows, pad_id)
-        with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=cfg.autocast == "bf16"):
-            logits, labels = training_logits(model, batch)
-        loss = torch.nn.functional.cross_entropy(logits.float(), labels.to(logits.device))
+        terms = step_losses(model, collate_for(rows, pad_id, model, cfg), cfg, device)
+        loss = terms["value"]
+        if "extractive" in terms:
+            loss = loss + cfg.extractive_weight * terms["extractive"]
+        if "lm" in terms:
+            loss = loss + cfg.lm_weight * terms["lm"]
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
         opt.step()
         step += 1
-        tokens += int(batch["input_ids"].numel())
-        seen_loss += float(loss.detach()) * len(labels)
-        seen_n += len(labels)
+        tokens += sum(len(r.input_ids) for r in rows)
+        for name, value in terms.items():
+            seen[name] = seen.get(name, 0.0) + float(value.detach())
+        seen_n += 1
         if step % cfg.log_every == 0 or step == cfg.steps:
-            mean = seen_loss / max(1, seen_n)
-            history.append(
-                {"step": step, "loss": round(mean, 4), "lr": lr, "minutes": round(elapsed / 60, 2)}
-            )
+            means = {("loss" if k == "value" else k): round(v / seen_n, 4) for k, v in seen.items()}
+            history.append({"step": step, **means, "lr": lr, "minutes": round(elapsed / 60, 2)})
             log.info(
-                "step %d/%d loss %.4f lr %.2e epoch %d tokens %d %.1f min %.0f tok/s",
+                "step %d/%d %s lr %.2e epoch %d tokens %d %.1f min %.0f tok/s",
                 step,
                 cfg.steps,
-                mean,
+                " ".join(f"{k} {v:.4f}" for k, v in means.items()),
                 lr,
                 sampler.epoch,
                 tokens,
                 elapsed / 60,
                 tokens / max(1e-9, elapsed),
             )
-            seen_loss, seen_n = 0.0, 0
+            seen, seen_n = {}, 0
         if save is not None and save_every > 0 and time.time() - last_save >= save_every * 60:
             model.eval()
             save(step)
@@ -649,6 +768,21 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
         "(teaches a model from scratch to read values from the document)",
     )
     p.add_argument("--focus-products", type=int, default=16, help="products per schema in the focus phase")
+    p.add_argument(
+        "--extractive-loss",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="add W x the cross-entropy over only the tokens extractive decoding allows at each value "
+        "token (0 = off)",
+    )
+    p.add_argument(
+        "--lm-loss",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="add W x the next-token loss on the documents' own text (0 = off)",
+    )
     p.add_argument("--log-every", type=int, default=TrainConfig.log_every)
     p.add_argument(
         "--save-every",
@@ -679,6 +813,8 @@ def phase_config(args, lr: float, steps: int, minutes: float, warmup: int) -> Tr
         log_every=args.log_every,
         autocast=args.autocast,
         warmup=min(TrainConfig.warmup, max(1, warmup)),
+        extractive_weight=args.extractive_loss,
+        lm_weight=args.lm_loss,
     )
 
 
@@ -717,7 +853,7 @@ def run_train(args) -> int:
             keep[name] = float(share)
         except ValueError:
             raise SystemExit(f"--keep {item!r}: expected NAME=SHARE, e.g. wdc-pave=0.4") from None
-    row_cfg = RowConfig(row_tokens=args.row_tokens, p_hpd=p_hpd, keep=keep)
+    row_cfg = RowConfig(row_tokens=args.row_tokens, p_hpd=p_hpd, keep=keep, choices=args.extractive_loss > 0)
     aug_cfg = (
         None
         if args.no_augment
@@ -742,7 +878,11 @@ def run_train(args) -> int:
         # the gender of unseen titles after 120 such steps, not with AR-JSON or augmentation mixed in)
         focus_corpus = focus_subset(corpus, args.focus_products, args.seed)
         focus_sampler = RowSampler(
-            focus_corpus, tokenizer, RowConfig(row_tokens=args.row_tokens, p_hpd=1.0), None, args.seed
+            focus_corpus,
+            tokenizer,
+            RowConfig(row_tokens=args.row_tokens, p_hpd=1.0, choices=args.extractive_loss > 0),
+            None,
+            args.seed,
         )
         focus_cfg = phase_config(args, lr, args.focus_steps, 0.0, warmup=args.focus_steps // 5)
         log.info(

@@ -309,6 +309,7 @@ def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
         out,
         tmp_path / "splits",
         *["--steps", "3", "--seed", "1", "--focus-steps", "2", "--focus-products", "2"],
+        *["--extractive-loss", "1", "--lm-loss", "0.3", "--log-every", "1"],
     )
     assert run_train(args) == 0
     for name in ("config.json", "model.safetensors", "tokenizer.json", "training.json"):
@@ -317,6 +318,9 @@ def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
     meta = json.loads((out / "training.json").read_text())
     assert meta["steps"] == 3 and meta["train"]["seed"] == 1
     assert meta["focus"]["steps"] == 2 and meta["focus"]["products_per_schema"] == 2
+    assert meta["train"]["extractive_weight"] == 1.0 and meta["train"]["lm_weight"] == 0.3
+    for h in meta["history"]:  # every loss term is logged, each a real number
+        assert {"loss", "extractive", "lm"} <= set(h) and all(h[k] > 0 for k in ("loss", "extractive", "lm"))
     assert json.loads((out / "slotwise.json").read_text())["extractive"] is True  # toy values are copied
 
     from extraction.engine.api import Document, Extractor
@@ -420,3 +424,77 @@ def test_rows_carry_only_judged_keys_and_keep_thins_a_data_set(tmp_path, tokeniz
     assert '"Size"' not in tokenizer.decode(row.input_ids)  # a key without a value only costs tokens
     (row,) = sampler._pack(NAMES, [unjudged, judged])
     assert '"Size"' in tokenizer.decode(row.input_ids)
+
+
+def test_choices_are_what_extractive_decoding_allows_at_each_value_token(tokenizer):
+    from extraction.engine import extractive
+    from extraction.engine.layout import build_hpd_layout
+
+    specs = [AttributeSpec(n, max_tokens=16) for n in NAMES]
+    exs = examples()
+    hpd_exs = exs[:3]
+    row = build_row(tokenizer, specs, hpd_exs, exs[3:], with_choices=True)
+    schema = schema_prompt(tokenizer, specs)
+    end = schema.terminator
+    assert row.choices, "no choices recorded"
+    for t, allowed in row.choices.items():
+        assert row.labels[t] in allowed  # the gold token is always among them
+    # HPD: per value, the choices are the decoder's SpanState.allowed() after the gold prefix
+    lay = build_hpd_layout(schema, [doc_ids(tokenizer, ex.text) for ex in hpd_exs])
+    for j, ex in enumerate(hpd_exs):
+        index = extractive.doc_index(tokenizer, ex.text)
+        for n, spec in enumerate(specs):
+            value = ex.gold[spec.name]
+            if value is None:
+                continue
+            target = value_ids(tokenizer, value, end)
+            pairs = zip(row.doc_ids, row.slot_ids, strict=True)
+            idx = [lay.key_end[j][n]] + [t for t, (d, s) in enumerate(pairs) if (d, s) == (j, n)]
+            assert [row.labels[t] for t in idx] == target
+            for k, t in enumerate(idx):
+                assert row.choices[t] == extractive.allowed_tokens(index, target[:k], schema.na_ids, end)
+    # AR: the tokens of judged values are constrained; keys and punctuation are not
+    ar_labeled = [t for t, d in enumerate(row.doc_ids) if d == len(hpd_exs) and row.labels[t] != -100]
+    constrained = [t for t in ar_labeled if t in row.choices]
+    judged = [v for v in exs[3].gold.values() if v is not None]
+    assert len(constrained) == sum(len(value_ids(tokenizer, v, end)) for v in judged)
+    assert len(constrained) < len(ar_labeled)
+    # without with_choices nothing is recorded (the ordinary loss alone)
+    assert build_row(tokenizer, specs, hpd_exs, exs[3:]).choices == {}
+
+
+def test_extractive_loss_is_cross_entropy_under_the_decoders_renormalization(tokenizer):
+    from extraction.engine import extractive
+    from extraction.engine.train import extractive_loss
+
+    model = tiny_model(tokenizer)
+    specs = [AttributeSpec(n, max_tokens=16) for n in NAMES]
+    row = build_row(tokenizer, specs, examples()[:3], examples()[3:], with_choices=True)
+    batch = collate([row], tokenizer.pad_token_id, len(tokenizer))
+    with torch.no_grad():
+        logits, labels = training_logits(model, batch)
+    choices = batch["choices"]
+    assert choices.shape == logits.shape
+    allowed = [row.choices.get(t) for t, lab in enumerate(row.labels) if lab != -100]
+    lp = extractive.constrain(torch.log_softmax(logits, -1), allowed)  # what the decoders rank
+    sel = [i for i, a in enumerate(allowed) if a is not None]
+    expected = -lp[sel, labels[sel]].mean()
+    torch.testing.assert_close(extractive_loss(logits, labels, choices), expected)
+    # narrower than the full vocabulary, so never above the ordinary loss on the same tokens
+    full = torch.nn.functional.cross_entropy(logits[sel], labels[sel])
+    assert extractive_loss(logits, labels, choices) < full
+
+
+def test_lm_labels_are_the_next_tokens_of_each_document_text_only(tokenizer):
+    specs = [AttributeSpec(n, max_tokens=16) for n in NAMES]
+    exs = examples()
+    row = build_row(tokenizer, specs, exs[:2], exs[2:3])
+    assert len(row.lm_labels) == len(row.input_ids)
+    for j, ex in enumerate(exs[:3]):
+        text = doc_ids(tokenizer, ex.text)
+        first = row.doc_ids.index(j)
+        assert row.input_ids[first : first + len(text)] == text
+        assert row.lm_labels[first : first + len(text) - 1] == text[1:]
+        rest = [lab for t, lab in enumerate(row.lm_labels) if row.doc_ids[t] == j][len(text) - 1 :]
+        assert set(rest) == {-100}  # keys, JSON target and values: no language-model loss
+    assert all(lab == -100 for t, lab in enumerate(row.lm_labels) if row.doc_ids[t] < 0)  # the prefix
