@@ -498,3 +498,21 @@ def test_lm_labels_are_the_next_tokens_of_each_document_text_only(tokenizer):
         rest = [lab for t, lab in enumerate(row.lm_labels) if row.doc_ids[t] == j][len(text) - 1 :]
         assert set(rest) == {-100}  # keys, JSON target and values: no language-model loss
     assert all(lab == -100 for t, lab in enumerate(row.lm_labels) if row.doc_ids[t] < 0)  # the prefix
+
+
+def test_batches_group_rows_of_similar_length_and_keep_every_row(tmp_path, tokenizer):
+    corpus = load_corpus(write_toy_data(tmp_path), tmp_path / "splits")
+    cfg = RowConfig(row_tokens=120)
+    expected = sorted(len(r.input_ids) for r in RowSampler(corpus, tokenizer, cfg, None, 0).epoch_rows())
+    sampler = RowSampler(corpus, tokenizer, cfg, None, 0)  # same seed: the same rows
+    stream = sampler.batches(batch_tokens=1200)
+    got, sizes = [], []
+    batch = next(stream)
+    while sampler.epoch == 1:  # the first batch of epoch 2 ends the loop
+        widths = [len(r.input_ids) for r in batch]
+        assert len(batch) == 1 or max(widths) * len(batch) <= 1200  # the budget counts padding
+        got += widths
+        sizes.append(len(batch))
+        batch = next(stream)
+    assert sorted(got) == expected  # every row of the epoch, once
+    assert max(sizes) > 1  # rows do share batches
