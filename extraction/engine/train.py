@@ -777,17 +777,18 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--extractive-loss",
         type=float,
-        default=0.0,
+        default=1.0,
         metavar="W",
         help="add W x the cross-entropy over only the tokens extractive decoding allows at each value "
-        "token (0 = off)",
+        "token (default 1; 0 = off)",
     )
     p.add_argument(
         "--lm-loss",
         type=float,
-        default=0.0,
+        default=None,
         metavar="W",
-        help="add W x the next-token loss on the documents' own text (0 = off)",
+        help="add W x the next-token loss on the documents' own text (default 0.3 from scratch, 0 with "
+        "--base: a pretrained model already reads)",
     )
     p.add_argument("--log-every", type=int, default=TrainConfig.log_every)
     p.add_argument(
@@ -808,6 +809,14 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
+def lm_weight(args) -> float:
+    """--lm-loss, else 0.3 for a model trained from scratch (it must learn to read product text;
+    +8 points of HPD F1 on OA-Mine and WDC-PAVE in a 13-minute probe) and 0 for --base."""
+    if args.lm_loss is not None:
+        return args.lm_loss
+    return 0.0 if args.base else 0.3
+
+
 def phase_config(args, lr: float, steps: int, minutes: float, warmup: int) -> TrainConfig:
     """The optimiser settings of one training phase (focus or main) from the command line."""
     return TrainConfig(
@@ -820,7 +829,7 @@ def phase_config(args, lr: float, steps: int, minutes: float, warmup: int) -> Tr
         autocast=args.autocast,
         warmup=min(TrainConfig.warmup, max(1, warmup)),
         extractive_weight=args.extractive_loss,
-        lm_weight=args.lm_loss,
+        lm_weight=lm_weight(args),
     )
 
 
