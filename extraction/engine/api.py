@@ -122,6 +122,11 @@ class Extractor:
                 bool(model_settings(path).get("extractive", False)) if not loaded.random_standin else False
             )
         self.extractive: bool = extractive
+        # attributes whose values end on a word boundary (slotwise.json, measured on the training
+        # data); extractive decoding lets them end only there
+        self.word_end: frozenset[str] = frozenset(
+            model_settings(path).get("word_end", []) if extractive and not loaded.random_standin else []
+        )
         self.model_name: str = loaded.name
         self.model_revision: str = loaded.revision
         self.random_standin: bool = loaded.random_standin  # True: random weights, outputs are noise
@@ -142,7 +147,9 @@ class Extractor:
     def schema(self, attributes: list[AttributeSpec]) -> SchemaPrompt:
         key = tuple((a.name, a.description, a.max_tokens) for a in attributes)
         if key not in self._schemas:
-            self._schemas[key] = schema_prompt(self.tokenizer, list(attributes))
+            schema = schema_prompt(self.tokenizer, list(attributes))
+            schema.word_end = [a.name in self.word_end for a in attributes]
+            self._schemas[key] = schema
         return self._schemas[key]
 
     def prefix_cache(self, schema: SchemaPrompt) -> tuple[object, int]:

@@ -7,7 +7,11 @@ document and in the gold alike, by
 - swap: the value of the same attribute from another product (same category when possible), so
   a value is right only in the context of its document; or
 - mutate: the same value with letters and digits redrawn (same case, same shape: "YA24a" ->
-  "QK71c", "55mm" -> "83xq"), a string no list could hold, so only copying gets it right.
+  "QK71c", "55mm" -> "83xq"), a string no list could hold, so only copying gets it right; or
+- phrase: as many words, in a row, from another product's title of the same category ("Dark
+  Chocolate" -> "Sea Salt"): real words that need not be any value of the attribute. Mutated
+  strings split into letter-sized tokens; unseen real values (half of OA-Mine dev) are ordinary
+  subwords, which only this teaches to copy without having seen them as values.
 
 The substitution is applied at word boundaries to every text field and to every gold form, so gold
 values that contained the old value stay verbatim in the new document. Records stay raw dicts in
@@ -34,6 +38,7 @@ class AugmentConfig:
     p_product: float = 0.5  # a drawn product is augmented at all
     p_attribute: float = 0.6  # each of its present values is replaced
     p_mutate: float = 0.4  # a replacement is a mutated string rather than another product's value
+    p_phrase: float = 0.0  # a replacement that is not mutated is a title phrase rather than a value
 
 
 def first_form(forms: dict) -> str | None:
@@ -53,6 +58,36 @@ def value_pools(records: list[dict]) -> dict[tuple[str, str], list[str]]:
                 pools[(record.get("category", ""), attr)].add(value)
                 pools[("", attr)].add(value)
     return {key: sorted(values) for key, values in pools.items()}
+
+
+def phrase_pool(records: list[dict]) -> dict[str, list[list[str]]]:
+    """category -> the words of each of its records' titles (or inputs), for phrase replacements."""
+    pool: dict[str, list[list[str]]] = defaultdict(list)
+    for record in records:
+        title = record.get("input_title") or record.get("input") or ""
+        words = [w.strip(_EDGE) for w in title.split()]
+        words = [w for w in words if w]
+        if words:
+            pool[record.get("category", "")].append(words)
+    return dict(pool)
+
+
+_EDGE = ",;:()[]{}\"'|/"
+
+
+def phrase(value: str, phrases: list[list[str]], rng: random.Random) -> str | None:
+    """As many words in a row as ``value`` has, from a random title of ``phrases``; None when no
+    draw (a few tries) gives a different phrase."""
+    n = len(value.split())
+    for _ in range(8 if phrases else 0):
+        words = rng.choice(phrases)
+        if len(words) < n:
+            continue
+        start = rng.randrange(len(words) - n + 1)
+        out = " ".join(words[start : start + n])
+        if out != value and out[:1].isalnum() and out[-1:].isalnum():
+            return out
+    return None
 
 
 def mutate(value: str, rng: random.Random) -> str:
@@ -114,9 +149,14 @@ def _verbatim(record: dict) -> set[str]:
 
 
 def augment_record(
-    record: dict, pools: dict[tuple[str, str], list[str]], rng: random.Random, cfg: AugmentConfig
+    record: dict,
+    pools: dict[tuple[str, str], list[str]],
+    rng: random.Random,
+    cfg: AugmentConfig,
+    phrases: dict[str, list[list[str]]] | None = None,
 ) -> dict:
-    """A copy-augmented variant of ``record`` (the record itself when nothing applied)."""
+    """A copy-augmented variant of ``record`` (the record itself when nothing applied).
+    ``phrases`` (phrase_pool of the data set) is needed for cfg.p_phrase > 0."""
     if rng.random() >= cfg.p_product:
         return record
     out = record
@@ -127,6 +167,12 @@ def augment_record(
             continue
         if rng.random() < cfg.p_mutate:
             new = mutate(old, rng)
+        elif cfg.p_phrase > 0 and phrases and rng.random() < cfg.p_phrase:
+            # (no draw at all when p_phrase is 0: recipes without phrases replay unchanged)
+            drawn = phrase(old, phrases.get(category) or [], rng)
+            if drawn is None:
+                continue
+            new = drawn
         else:
             pool = pools.get((category, attr)) or []
             if len(pool) < 3:

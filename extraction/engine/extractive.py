@@ -12,7 +12,9 @@ the document text. The allowed next tokens are
   (a) at the start: every token whose bytes, leading whitespace dropped, occur in the document at
       the start of a word (a whitespace-only token too: "5000" is written " ", "5", ...);
   (b) inside a value: every token whose bytes continue an occurrence of the value so far;
-  (c) the end token (the terminator) once the value has a non-space byte;
+  (c) the end token (the terminator) once the value has a non-space byte; for an attribute whose
+      values end on a word boundary (SpanState word_end, from the model's slotwise.json) only
+      where an occurrence of the value so far does: "Sandro", not its "Sandr";
   (d) the tokens of "n/a" (schema.na_ids), in order, then the end token.
 
 Per tokenizer, TokenTable holds every token's bytes and a byte trie; per document, DocIndex holds
@@ -128,6 +130,11 @@ class DocIndex:
         AE-110k's, 99.7% of WDC-PAVE's in the dev sets)."""
         return at == 0 or not _is_word(self.data[at - 1]) or not _is_word(self.data[at])
 
+    def word_end(self, at: int) -> bool:
+        """A value may end before offset ``at``: at the end of the text, or not between two word
+        characters."""
+        return at >= len(self.data) or not _is_word(self.data[at - 1]) or not _is_word(self.data[at])
+
     def occurrences(self, needle: bytes) -> list[int]:
         """End offsets of every occurrence of needle in the text that starts a word."""
         out, at = [], self.data.find(needle)
@@ -141,8 +148,10 @@ class DocIndex:
 class SpanState:
     """The value so far of one slot: occurrences in the document and progress along "n/a"."""
 
-    def __init__(self, index: DocIndex, na: list[int], end: int):
+    def __init__(self, index: DocIndex, na: list[int], end: int, word_end: bool = False):
+        """word_end: the value may end only where it ends a word of the document."""
         self.index, self.na, self.end = index, list(na), int(end)
+        self.word_end = word_end
         self.value = b""  # bytes so far, leading whitespace dropped
         self.started = False  # a non-space byte was written
         self.ends: list[int] = []  # end offsets of the occurrences of the value so far
@@ -157,7 +166,7 @@ class SpanState:
         else:
             for e in self.ends:
                 out.update(self.index.table.continuing(self.index.data, e))
-            if self.ends:
+            if self.ends and (not self.word_end or any(self.index.word_end(e) for e in self.ends)):
                 out.add(self.end)
         if self.na_at >= 0:
             out.add(self.na[self.na_at] if self.na_at < len(self.na) else self.end)
@@ -189,10 +198,12 @@ def doc_index(tokenizer, text: str) -> DocIndex:
     return DocIndex(text, _table(tokenizer))
 
 
-def allowed_tokens(index: DocIndex, value: list[int], na: list[int], end: int) -> list[int]:
+def allowed_tokens(
+    index: DocIndex, value: list[int], na: list[int], end: int, word_end: bool = False
+) -> list[int]:
     """Allowed next tokens after value (the ids emitted so far) for a document (pure; for tests
     and one-off use: decoders keep a SpanState per slot instead)."""
-    state = SpanState(index, na, end)
+    state = SpanState(index, na, end, word_end)
     for t in value:
         state.push(t)
     return state.allowed()

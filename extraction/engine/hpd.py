@@ -261,7 +261,10 @@ def slot_states(rows: Rows, schema: SchemaPrompt) -> list[list[span.SpanState | 
         for s, index in enumerate(row):
             if index is None:
                 raise ValueError("extractive decoding needs RowDoc.span (extractive.doc_index of the text)")
-            states.append(span.SpanState(index, schema.na_ids, schema.terminator) if valid[b][s] else None)
+            word_end = schema.ends_on_word(rows.owner[b][s][1])  # the slot's attribute
+            states.append(
+                span.SpanState(index, schema.na_ids, schema.terminator, word_end) if valid[b][s] else None
+            )
         states += [None] * (len(valid[b]) - len(states))
         out.append(states)
     return out

@@ -115,6 +115,12 @@ class SchemaPrompt:
     terminator: int  # ends every value (VALUE_END, else eos)
     eos: int | None = None  # ends the AR-JSON output (None: same as terminator)
     na_ids: list[int] = field(default_factory=list)  # tokens of "n/a" (extractive decoding)
+    # per attribute: its values end on a word boundary (extractive decoding; the model's
+    # slotwise.json "word_end" list, set by the engine); empty = none
+    word_end: list[bool] = field(default_factory=list)
+
+    def ends_on_word(self, n: int) -> bool:
+        return n < len(self.word_end) and self.word_end[n]
 
     @property
     def ar_eos(self) -> int:

@@ -3,6 +3,8 @@ AR-JSON; without it the outputs are unchanged."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
@@ -64,6 +66,21 @@ def test_it_continues_every_occurrence_and_may_end_once_started():
     assert allowed_tokens(DOC, ids(" Red", " Pa", "t"), NA_IDS, END) == sorted(ids("ent", " ") + [END])
     assert allowed_tokens(DOC, ids(" ", "5"), NA_IDS, END) == [END]  # the text's last byte
     assert allowed_tokens(DOC, ids(" "), NA_IDS, END) == allowed_tokens(DOC, [], [], END)  # not started
+
+
+def test_word_end_lets_a_value_end_only_where_an_occurrence_ends_a_word():
+    # "Red Pa" occurs twice, inside "Patent" and inside "Pat 5": with word_end it must go on
+    assert allowed_tokens(DOC, ids(" Red", " Pa"), NA_IDS, END) == sorted(ids("t") + [END])
+    assert allowed_tokens(DOC, ids(" Red", " Pa"), NA_IDS, END, word_end=True) == ids("t")
+    # "Red Pat" ends a word in "Red Pat 5" (one occurrence is enough), "Red" before a space
+    assert END in allowed_tokens(DOC, ids(" Red", " Pat"), NA_IDS, END, word_end=True)
+    assert END in allowed_tokens(DOC, ids(" Red"), NA_IDS, END, word_end=True)
+    assert allowed_tokens(DOC, ids(" ", "5"), NA_IDS, END, word_end=True) == [END]  # end of the text
+    assert allowed_tokens(DOC, ids(" Red", " Pat", "ent"), NA_IDS, END, word_end=True) == sorted(
+        ids(",") + [END]  # before the comma: a word end
+    )
+    doc = DocIndex("Red 5", TABLE)
+    assert allowed_tokens(doc, ids(" n", "/", "a"), NA_IDS, END, word_end=True) == [END]  # n/a still ends
 
 
 def test_a_value_that_left_the_document_may_only_end():
@@ -238,3 +255,46 @@ def test_generate_json_extractive_runs_and_keeps_pld_unconstrained(tokenizer):
         pass
     else:
         raise AssertionError("prompt lookup must refuse the extractive constraint")
+
+
+def ends_a_word(tokenizer, value: list[int], index: DocIndex) -> bool:
+    text = tokenizer.decode(value, skip_special_tokens=True).strip().encode()
+    return any(index.word_end(e) for e in index.occurrences(text))
+
+
+def test_word_end_attributes_end_on_a_word_in_hpd_and_ar(tokenizer):
+    model, schema, docs, spans = setup(tokenizer)
+    flagged = replace(schema, word_end=[True, False, True])  # Brand and Size, not Color
+    free = decode_hpd(model, schema, hpd.hpd_rows(docs, 3, 2, spans), True)
+    out = decode_hpd(model, flagged, hpd.hpd_rows(docs, 3, 2, spans), True)
+    mid_word = 0
+    for r, (row, row_free) in enumerate(zip(out, free, strict=True)):
+        for (j, n), v in row.items():
+            doc = spans[r * 2 + j]
+            if v.ids != schema.na_ids and n != 1 and not v.truncated:  # a gap may cut a value anywhere
+                assert ends_a_word(tokenizer, v.ids, doc), tokenizer.decode(v.ids)
+            if n == 1:
+                assert v.ids == row_free[(j, n)].ids  # an unflagged attribute is untouched
+            free_ids = row_free[(j, n)].ids
+            mid_word += free_ids != schema.na_ids and not ends_a_word(tokenizer, free_ids, doc)
+    assert mid_word > 0  # without the flag the random model does stop inside words
+    # AR-JSON (format forced, as above): the processor reads the same flags
+    prompts = [layout.build_ar_prompt(flagged, d) for d in docs]
+    ids, mask = ar.left_pad(prompts, 0, "cpu")
+    procs = [ForceFormat(flagged, ids.shape[1]), ar.ExtractiveProcessor(flagged, spans, ids.shape[1])]
+    res = model.generate(
+        input_ids=ids,
+        attention_mask=mask,
+        max_new_tokens=200,
+        do_sample=False,
+        eos_token_id=flagged.ar_eos,
+        pad_token_id=0,
+        logits_processor=LogitsProcessorList(procs),
+    )
+    checked = 0
+    for toks, doc in zip(res[:, ids.shape[1] :].tolist(), spans, strict=True):
+        for n, v in enumerate(ar_values(toks, flagged)):
+            if n != 1 and v != schema.na_ids:
+                assert ends_a_word(tokenizer, v, doc), tokenizer.decode(v)
+                checked += 1
+    assert checked > 0

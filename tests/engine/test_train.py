@@ -252,6 +252,41 @@ def test_copy_augmentation_keeps_gold_verbatim():
     assert m != "YA24a" and len(m) == 5 and m[2:4].isdigit()
 
 
+def test_phrase_replacements_are_words_of_another_title_and_stay_verbatim():
+    records = [
+        {
+            "input": "Ellie Shoes Women's 8400, Red Patent, 14 M US",
+            "category": "Shoes",
+            "target_scores": {"Brand": {"Ellie Shoes": 1}, "Color": {"Red Patent": 1}},
+        },
+        {
+            "input": "Crocs Women's Jayna Ballet Flat, (Nautical Navy), 4 M US",
+            "category": "Shoes",
+            "target_scores": {"Brand": {"Crocs": 1}, "Color": {"Nautical Navy": 1}},
+        },
+        {"input": "Folgers Classic Roast", "category": "Coffee", "target_scores": {"Brand": {"Folgers": 1}}},
+    ]
+    pools = augment.value_pools(records)
+    phrases = augment.phrase_pool(records)
+    assert phrases["Shoes"][1][5:7] == ["Nautical", "Navy"]  # brackets and commas stripped
+    cfg = augment.AugmentConfig(p_product=1.0, p_attribute=1.0, p_mutate=0.0, p_phrase=1.0)
+    shoe_words = {w for words in phrases["Shoes"] for w in words}
+    rng = random.Random(0)
+    seen = set()
+    for _ in range(30):
+        out = augment.augment_record(records[0], pools, rng, cfg, phrases)
+        color = augment.first_form(out["target_scores"]["Color"])
+        assert color in out["input"]
+        assert len(color.split()) == 2 and set(color.split()) <= shoe_words  # never "Classic Roast"
+        seen.add(color)
+    assert len(seen) > 3  # phrases, not the two known colours
+    # p_phrase 0 draws nothing extra: the same seed replays the swap-only recipe exactly
+    plain = augment.AugmentConfig(p_product=1.0, p_attribute=1.0, p_mutate=0.3)
+    a = [augment.augment_record(records[1], pools, random.Random(5), plain) for _ in range(3)]
+    b = [augment.augment_record(records[1], pools, random.Random(5), plain, phrases) for _ in range(3)]
+    assert a == b
+
+
 def write_toy_data(root):
     oa = root / "toy-oa"
     oa.mkdir()
@@ -321,7 +356,9 @@ def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
     assert meta["train"]["extractive_weight"] == 1.0 and meta["train"]["lm_weight"] == 0.3
     for h in meta["history"]:  # every loss term is logged, each a real number
         assert {"loss", "extractive", "lm"} <= set(h) and all(h[k] > 0 for k in ("loss", "extractive", "lm"))
-    assert json.loads((out / "slotwise.json").read_text())["extractive"] is True  # toy values are copied
+    settings = json.loads((out / "slotwise.json").read_text())
+    assert settings["extractive"] is True  # toy values are copied
+    assert set(settings["word_end"]) <= set(NAMES)
 
     from extraction.engine.api import Document, Extractor
 
@@ -330,6 +367,31 @@ def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
         [Document("a", DOCS[0])], [AttributeSpec(n, max_tokens=4) for n in NAMES], stack=1, rows=1
     )
     assert set(res[0]) == set(NAMES)
+    settings["word_end"] = ["Color"]
+    (out / "slotwise.json").write_text(json.dumps(settings))
+    schema = Extractor(out).schema([AttributeSpec(n, max_tokens=4) for n in NAMES])
+    assert schema.word_end == [False, True, False]  # the engine reads the model's list by name
+    assert Extractor(out, extractive=False).word_end == frozenset()  # a rule of extractive decoding
+
+
+def test_word_end_attributes_are_those_whose_training_values_end_on_a_word():
+    from extraction.engine.train import Corpus, ends_on_word, word_end_attributes
+
+    assert ends_on_word("Mens Loafer", "Men") is False
+    assert ends_on_word("Mens Loafer, Men", "Men") is True  # one occurrence at a word end is enough
+    assert ends_on_word("Red Patent, 14 M US", "14 M US") is True  # the end of the text
+    assert ends_on_word("size 5-55", "5-5") is False and ends_on_word("Crocs", "Nike") is None
+    records = []
+    for i in range(25):
+        gold = {"Brand": {f"Brand{i}": 1}, "Gender": {"Men": 1}, "Color": {"Red": 1}}
+        if i < 5:
+            gold["Size"] = {"9": 1}
+        title = f"Brand{i} {'Mens' if i % 2 else 'Men'} Loafer, Red" + (", 9 M" if i < 5 else "")
+        records.append({"input": title, "category": "Shoes", "target_scores": gold})
+    corpus = Corpus(groups={("toy", "Shoes"): records})
+    # Gender ends mid-word in 12 of 25 titles; Size has too few values to judge
+    assert word_end_attributes(corpus) == ["Brand", "Color"]
+    assert word_end_attributes(corpus, share=0.5) == ["Brand", "Color", "Gender"]
 
 
 def test_training_is_seeded(tmp_path):
