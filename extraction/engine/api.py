@@ -122,11 +122,12 @@ class Extractor:
                 bool(model_settings(path).get("extractive", False)) if not loaded.random_standin else False
             )
         self.extractive: bool = extractive
-        # attributes whose values end on a word boundary (slotwise.json, measured on the training
-        # data); extractive decoding lets them end only there
-        self.word_end: frozenset[str] = frozenset(
-            model_settings(path).get("word_end", []) if extractive and not loaded.random_standin else []
-        )
+        # attributes whose values end on a word / compound boundary (slotwise.json, measured on the
+        # training data); extractive decoding lets them end only there
+        settings = model_settings(path) if extractive and not loaded.random_standin else {}
+        self.word_end: frozenset[str] = frozenset(settings.get("word_end", []))
+        self.compound_end: frozenset[str] = frozenset(settings.get("compound_end", []))
+        self.compound_start: frozenset[str] = frozenset(settings.get("compound_start", []))
         self.model_name: str = loaded.name
         self.model_revision: str = loaded.revision
         self.random_standin: bool = loaded.random_standin  # True: random weights, outputs are noise
@@ -148,9 +149,22 @@ class Extractor:
         key = tuple((a.name, a.description, a.max_tokens) for a in attributes)
         if key not in self._schemas:
             schema = schema_prompt(self.tokenizer, list(attributes))
-            schema.word_end = [a.name in self.word_end for a in attributes]
+            schema.end_rules = [self.end_rule(a.name) for a in attributes]
+            schema.start_rules = [self.start_rule(a.name) for a in attributes]
             self._schemas[key] = schema
         return self._schemas[key]
+
+    def end_rule(self, name: str) -> int:
+        """Where values of attribute ``name`` may end (extractive.FREE / WORD / COMPOUND)."""
+        from .extractive import COMPOUND, FREE, WORD
+
+        return COMPOUND if name in self.compound_end else WORD if name in self.word_end else FREE
+
+    def start_rule(self, name: str) -> int:
+        """Where values of attribute ``name`` may start (extractive.WORD / COMPOUND)."""
+        from .extractive import COMPOUND, WORD
+
+        return COMPOUND if name in self.compound_start else WORD
 
     def prefix_cache(self, schema: SchemaPrompt) -> tuple[object, int]:
         """-> (cache of the shared prefix, forward passes spent now: 0 when cached)."""

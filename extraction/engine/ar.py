@@ -52,7 +52,7 @@ class ExtractiveProcessor(LogitsProcessor):
 
     def __init__(self, schema: SchemaPrompt, spans: list[span.DocIndex], prompt_len: int):
         self.keys, self.na, self.eos = schema.key_ids, schema.na_ids, schema.ar_eos
-        self.word_end = [schema.ends_on_word(n) for n in range(len(self.keys))]
+        self.rules = [(schema.end_rule(n), schema.start_rule(n)) for n in range(len(self.keys))]
         if schema.value_end_in_ar:
             self.ends = [schema.terminator] * len(self.keys)
         else:
@@ -83,7 +83,7 @@ class ExtractiveProcessor(LogitsProcessor):
         n = self.next_key[b]
         key = self.keys[n] if n < len(self.keys) else None
         if key and self.gen[b][-len(key) :] == key:
-            self.state[b] = span.SpanState(self.index[b], self.na, self.ends[n], self.word_end[n])
+            self.state[b] = span.SpanState(self.index[b], self.na, self.ends[n], *self.rules[n])
             self.next_key[b] = n + 1
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:

@@ -10,11 +10,15 @@ so far, leading whitespace dropped (layout.VALUE_PREFIX), plus the next token's 
 the document text. The allowed next tokens are
 
   (a) at the start: every token whose bytes, leading whitespace dropped, occur in the document at
-      the start of a word (a whitespace-only token too: "5000" is written " ", "5", ...);
+      the start of a word (a whitespace-only token too: "5000" is written " ", "5", ...); for an
+      attribute whose values start on compound boundaries (start_rule COMPOUND, slotwise.json)
+      at the start of a compound: "1.13 oz", never "13 oz";
   (b) inside a value: every token whose bytes continue an occurrence of the value so far;
   (c) the end token (the terminator) once the value has a non-space byte; for an attribute whose
-      values end on a word boundary (SpanState word_end, from the model's slotwise.json) only
-      where an occurrence of the value so far does: "Sandro", not its "Sandr";
+      values end on a word boundary (SpanState end_rule, from the model's slotwise.json) only
+      where an occurrence of the value so far does: "Sandro", not its "Sandr" (WORD); at the
+      COMPOUND level, not inside a word joined by - / ' or . either: "Lennix-M", not "Lennix";
+      "Black/White", not "Black"; "5.5", not "5";
   (d) the tokens of "n/a" (schema.na_ids), in order, then the end token.
 
 Per tokenizer, TokenTable holds every token's bytes and a byte trie; per document, DocIndex holds
@@ -102,6 +106,11 @@ def _table(tokenizer) -> TokenTable:
     return cached
 
 
+# boundary rules of an attribute (SpanState end_rule / start_rule)
+FREE, WORD, COMPOUND = 0, 1, 2
+JOINERS = frozenset(b"-/'.")  # join two words into one compound ("Lennix-M", "Black/White", "5.5")
+
+
 def _is_word(byte: int) -> bool:
     """A letter or digit (any byte of a multi-byte UTF-8 character counts as a letter)."""
     return byte >= 0x80 or chr(byte).isalnum()
@@ -113,33 +122,58 @@ class DocIndex:
     def __init__(self, text: str, table: TokenTable):
         self.data = " ".join(text.split()).encode("utf-8")
         self.table = table
-        first = []
-        for tid, piece in enumerate(table.stripped):
-            if piece is None:
-                continue
-            if piece == b"":
-                if table.pieces[tid]:  # whitespace only: the value prefix, or spaces before a value
-                    first.append(tid)
-            elif piece in self.data and self.occurrences(piece):
-                first.append(tid)
-        self.first = first
+        self._first: dict[int, list[int]] = {}
 
-    def _word_start(self, at: int) -> bool:
+    @property
+    def first(self) -> list[int]:
+        return self.first_tokens(WORD)
+
+    def first_tokens(self, rule: int = WORD) -> list[int]:
+        """Tokens a value may start with when it starts on a ``rule`` boundary (WORD or COMPOUND;
+        one scan of the vocabulary per rule and document, on first use)."""
+        if rule not in self._first:
+            first = []
+            for tid, piece in enumerate(self.table.stripped):
+                if piece is None:
+                    continue
+                if piece == b"":
+                    if self.table.pieces[tid]:  # whitespace only: the value prefix, or spaces before a value
+                        first.append(tid)
+                elif piece in self.data and self.occurrences(piece, rule):
+                    first.append(tid)
+            self._first[rule] = first
+        return self._first[rule]
+
+    def word_start(self, at: int, rule: int = WORD) -> bool:
         """A value may start at a word's first character or at a non-word character: "Moscoloni",
         not its "M" alone (gold values start on a word boundary: all of OA-Mine's, 98% of
-        AE-110k's, 99.7% of WDC-PAVE's in the dev sets)."""
-        return at == 0 or not _is_word(self.data[at - 1]) or not _is_word(self.data[at])
+        AE-110k's, 99.7% of WDC-PAVE's in the dev sets); under COMPOUND not inside a compound
+        either: "1.13 oz", not "13 oz"; "Mid-Blue", not "Blue"."""
+        data = self.data
+        if at == 0 or not _is_word(data[at]):
+            return True
+        if _is_word(data[at - 1]):
+            return False
+        joined = data[at - 1] in JOINERS and at >= 2 and _is_word(data[at - 2])
+        return not (rule == COMPOUND and joined)
 
-    def word_end(self, at: int) -> bool:
-        """A value may end before offset ``at``: at the end of the text, or not between two word
-        characters."""
-        return at >= len(self.data) or not _is_word(self.data[at - 1]) or not _is_word(self.data[at])
+    def word_end(self, at: int, rule: int = WORD) -> bool:
+        """A value may end before offset ``at`` under ``rule``: at the end of the text, or not
+        between two word characters (WORD), nor before a joiner followed by a word character
+        (COMPOUND)."""
+        data = self.data
+        if rule == FREE or at >= len(data) or not _is_word(data[at - 1]):
+            return True
+        if _is_word(data[at]):
+            return False
+        joined = data[at] in JOINERS and at + 1 < len(data) and _is_word(data[at + 1])
+        return not (rule == COMPOUND and joined)
 
-    def occurrences(self, needle: bytes) -> list[int]:
-        """End offsets of every occurrence of needle in the text that starts a word."""
+    def occurrences(self, needle: bytes, rule: int = WORD) -> list[int]:
+        """End offsets of every occurrence of needle in the text that starts a word (``rule``)."""
         out, at = [], self.data.find(needle)
         while at >= 0:
-            if self._word_start(at):
+            if self.word_start(at, rule):
                 out.append(at + len(needle))
             at = self.data.find(needle, at + 1)
         return out
@@ -148,10 +182,14 @@ class DocIndex:
 class SpanState:
     """The value so far of one slot: occurrences in the document and progress along "n/a"."""
 
-    def __init__(self, index: DocIndex, na: list[int], end: int, word_end: bool = False):
-        """word_end: the value may end only where it ends a word of the document."""
+    def __init__(
+        self, index: DocIndex, na: list[int], end: int, end_rule: int = FREE, start_rule: int = WORD
+    ):
+        """end_rule: where the value may end (FREE: anywhere; WORD / COMPOUND: where it ends a word
+        / a compound of the document, DocIndex.word_end); start_rule: where it may start (WORD or
+        COMPOUND, DocIndex.word_start)."""
         self.index, self.na, self.end = index, list(na), int(end)
-        self.word_end = word_end
+        self.end_rule, self.start_rule = end_rule, start_rule
         self.value = b""  # bytes so far, leading whitespace dropped
         self.started = False  # a non-space byte was written
         self.ends: list[int] = []  # end offsets of the occurrences of the value so far
@@ -162,11 +200,11 @@ class SpanState:
         """Token ids allowed next (sorted); never empty."""
         out: set[int] = set()
         if not self.started:
-            out.update(self.index.first)
+            out.update(self.index.first_tokens(self.start_rule))
         else:
             for e in self.ends:
                 out.update(self.index.table.continuing(self.index.data, e))
-            if self.ends and (not self.word_end or any(self.index.word_end(e) for e in self.ends)):
+            if self.ends and any(self.index.word_end(e, self.end_rule) for e in self.ends):
                 out.add(self.end)
         if self.na_at >= 0:
             out.add(self.na[self.na_at] if self.na_at < len(self.na) else self.end)
@@ -182,7 +220,7 @@ class SpanState:
             if stripped:
                 self.started = True
                 self.value = stripped
-                self.ends = self.index.occurrences(stripped)
+                self.ends = self.index.occurrences(stripped, self.start_rule)
         else:
             data = self.index.data
             self.value += piece
@@ -199,11 +237,16 @@ def doc_index(tokenizer, text: str) -> DocIndex:
 
 
 def allowed_tokens(
-    index: DocIndex, value: list[int], na: list[int], end: int, word_end: bool = False
+    index: DocIndex,
+    value: list[int],
+    na: list[int],
+    end: int,
+    end_rule: int = FREE,
+    start_rule: int = WORD,
 ) -> list[int]:
     """Allowed next tokens after value (the ids emitted so far) for a document (pure; for tests
     and one-off use: decoders keep a SpanState per slot instead)."""
-    state = SpanState(index, na, end, word_end)
+    state = SpanState(index, na, end, end_rule, start_rule)
     for t in value:
         state.push(t)
     return state.allowed()

@@ -261,9 +261,13 @@ def slot_states(rows: Rows, schema: SchemaPrompt) -> list[list[span.SpanState | 
         for s, index in enumerate(row):
             if index is None:
                 raise ValueError("extractive decoding needs RowDoc.span (extractive.doc_index of the text)")
-            word_end = schema.ends_on_word(rows.owner[b][s][1])  # the slot's attribute
+            n = rows.owner[b][s][1]  # the slot's attribute
             states.append(
-                span.SpanState(index, schema.na_ids, schema.terminator, word_end) if valid[b][s] else None
+                span.SpanState(
+                    index, schema.na_ids, schema.terminator, schema.end_rule(n), schema.start_rule(n)
+                )
+                if valid[b][s]
+                else None
             )
         states += [None] * (len(valid[b]) - len(states))
         out.append(states)

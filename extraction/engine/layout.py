@@ -115,12 +115,16 @@ class SchemaPrompt:
     terminator: int  # ends every value (VALUE_END, else eos)
     eos: int | None = None  # ends the AR-JSON output (None: same as terminator)
     na_ids: list[int] = field(default_factory=list)  # tokens of "n/a" (extractive decoding)
-    # per attribute: its values end on a word boundary (extractive decoding; the model's
-    # slotwise.json "word_end" list, set by the engine); empty = none
-    word_end: list[bool] = field(default_factory=list)
+    # per attribute: where its values may end / start in extractive decoding (extractive.FREE,
+    # WORD or COMPOUND, from the model's slotwise.json, set by the engine); empty: the defaults
+    end_rules: list[int] = field(default_factory=list)
+    start_rules: list[int] = field(default_factory=list)
 
-    def ends_on_word(self, n: int) -> bool:
-        return n < len(self.word_end) and self.word_end[n]
+    def end_rule(self, n: int) -> int:
+        return self.end_rules[n] if n < len(self.end_rules) else 0  # FREE: anywhere
+
+    def start_rule(self, n: int) -> int:
+        return self.start_rules[n] if n < len(self.start_rules) else 1  # WORD: at a word start
 
     @property
     def ar_eos(self) -> int:

@@ -187,51 +187,57 @@ def verbatim_share(corpus: Corpus) -> float:
     return found / total if total else 0.0
 
 
-def _word_char(ch: str) -> bool:
-    return ch.isalnum() or ord(ch) >= 0x80  # as extractive._is_word, on characters
-
-
-def ends_on_word(text: str, value: str) -> bool | None:
-    """Whether some occurrence of value in text ends on a word boundary (None: not in text)."""
-    found, at = False, text.find(value)
+def on_boundary(text: str, value: str, rule: int = span.WORD, side: str = "end") -> bool | None:
+    """Whether some occurrence of value in text ends (side "end") or starts ("start") on a word
+    (rule WORD) or compound (COMPOUND) boundary, as extractive decoding judges it (None: value
+    not in text)."""
+    index = span.DocIndex(text, span.TokenTable([]))  # bytes only: no vocabulary needed
+    needle = " ".join(value.split()).encode("utf-8")
+    found, at = False, index.data.find(needle)
     while at >= 0:
-        found, end = True, at + len(value)
-        if end >= len(text) or not (_word_char(text[end - 1]) and _word_char(text[end])):
+        found = True
+        if index.word_end(at + len(needle), rule) if side == "end" else index.word_start(at, rule):
             return True
-        at = text.find(value, at + 1)
+        at = index.data.find(needle, at + 1)
     return False if found else None
 
 
-def word_end_attributes(
-    corpus: Corpus, share: float = WORD_END_SHARE, min_values: int = WORD_END_MIN_VALUES
+def boundary_attributes(
+    corpus: Corpus,
+    rule: int = span.WORD,
+    side: str = "end",
+    share: float = WORD_END_SHARE,
+    min_values: int = WORD_END_MIN_VALUES,
 ) -> list[str]:
-    """Attributes (names pooled over data sets) whose verbatim training values end on a word
-    boundary at least ``share`` of the time, over at least ``min_values`` values."""
-    ends: dict[str, list[int]] = {}
+    """Attributes (names pooled over data sets) whose verbatim training values end (start) on a
+    ``rule`` boundary at least ``share`` of the time, over at least ``min_values`` values."""
+    counts: dict[str, list[int]] = {}
     for records in corpus.groups.values():
         for record in records:
-            text = " ".join(product_text(record).split())
+            text = product_text(record)
             for attr, value in record_gold(record).items():
                 if not value or value == NA:
                     continue
-                hit = ends_on_word(text, " ".join(value.split()))
+                hit = on_boundary(text, value, rule, side)
                 if hit is not None:
-                    counts = ends.setdefault(attr, [0, 0])
-                    counts[0] += hit
-                    counts[1] += 1
-    return sorted(a for a, (ok, n) in ends.items() if n >= min_values and ok >= share * n)
+                    c = counts.setdefault(attr, [0, 0])
+                    c[0] += hit
+                    c[1] += 1
+    return sorted(a for a, (ok, n) in counts.items() if n >= min_values and ok >= share * n)
 
 
 def model_settings(corpus: Corpus, tokenizer) -> dict:
     """slotwise.json: token budgets, extractive decoding on when the model was trained on copied
     values (at least 95% of them verbatim in their document), and the attributes decoded to word
-    ends."""
+    or compound ends and from compound starts."""
     share = verbatim_share(corpus)
     return {
         **attribute_budgets(corpus, tokenizer),
         "extractive": share >= EXTRACTIVE_SHARE,
         "verbatim_share": round(share, 4),
-        "word_end": word_end_attributes(corpus),
+        "word_end": boundary_attributes(corpus),
+        "compound_end": boundary_attributes(corpus, span.COMPOUND),
+        "compound_start": boundary_attributes(corpus, span.COMPOUND, "start"),
     }
 
 

@@ -10,6 +10,9 @@ from transformers import LogitsProcessor, LogitsProcessorList
 
 from extraction.engine import ar, hpd, layout
 from extraction.engine.extractive import (
+    COMPOUND,
+    FREE,
+    WORD,
     DocIndex,
     TokenTable,
     allowed_mask,
@@ -38,6 +41,8 @@ PIECES = [
     b"a",
     b"x",
     b"5",
+    b"-",
+    b".",
 ]
 TOK = {p.decode(): i for i, p in enumerate(PIECES) if p}
 END, NA_IDS = 2, [TOK[" n"], TOK["/"], TOK["a"]]
@@ -71,16 +76,32 @@ def test_it_continues_every_occurrence_and_may_end_once_started():
 def test_word_end_lets_a_value_end_only_where_an_occurrence_ends_a_word():
     # "Red Pa" occurs twice, inside "Patent" and inside "Pat 5": with word_end it must go on
     assert allowed_tokens(DOC, ids(" Red", " Pa"), NA_IDS, END) == sorted(ids("t") + [END])
-    assert allowed_tokens(DOC, ids(" Red", " Pa"), NA_IDS, END, word_end=True) == ids("t")
+    assert allowed_tokens(DOC, ids(" Red", " Pa"), NA_IDS, END, end_rule=WORD) == ids("t")
     # "Red Pat" ends a word in "Red Pat 5" (one occurrence is enough), "Red" before a space
-    assert END in allowed_tokens(DOC, ids(" Red", " Pat"), NA_IDS, END, word_end=True)
-    assert END in allowed_tokens(DOC, ids(" Red"), NA_IDS, END, word_end=True)
-    assert allowed_tokens(DOC, ids(" ", "5"), NA_IDS, END, word_end=True) == [END]  # end of the text
-    assert allowed_tokens(DOC, ids(" Red", " Pat", "ent"), NA_IDS, END, word_end=True) == sorted(
+    assert END in allowed_tokens(DOC, ids(" Red", " Pat"), NA_IDS, END, end_rule=WORD)
+    assert END in allowed_tokens(DOC, ids(" Red"), NA_IDS, END, end_rule=WORD)
+    assert allowed_tokens(DOC, ids(" ", "5"), NA_IDS, END, end_rule=WORD) == [END]  # end of the text
+    assert allowed_tokens(DOC, ids(" Red", " Pat", "ent"), NA_IDS, END, end_rule=WORD) == sorted(
         ids(",") + [END]  # before the comma: a word end
     )
     doc = DocIndex("Red 5", TABLE)
-    assert allowed_tokens(doc, ids(" n", "/", "a"), NA_IDS, END, word_end=True) == [END]  # n/a still ends
+    assert allowed_tokens(doc, ids(" n", "/", "a"), NA_IDS, END, end_rule=WORD) == [END]  # n/a still ends
+
+
+def test_compound_rules_keep_words_joined_by_hyphen_slash_apostrophe_or_dot_together():
+    doc = DocIndex("Red-Pat 5.5, Red/x", TABLE)
+    # "Red" ends a word before "-" and "/", but not a compound
+    assert END in allowed_tokens(doc, ids(" Red"), NA_IDS, END, end_rule=WORD)
+    assert END not in allowed_tokens(doc, ids(" Red"), NA_IDS, END, end_rule=COMPOUND)
+    assert END in allowed_tokens(doc, ids(" Red", "-"), NA_IDS, END, end_rule=COMPOUND)  # "-" is no word
+    assert doc.word_end(len(b"Red-Pat"), COMPOUND) and not doc.word_end(len(b"Red-Pat 5"), COMPOUND)
+    # "5" may start after the space, not after "5." (inside "5.5"); "Pat" not after "Red-"
+    assert doc.occurrences(b"5", WORD) == [9, 11] and doc.occurrences(b"5", COMPOUND) == [9]
+    assert " Pat" not in [PIECES[t].decode() for t in doc.first_tokens(COMPOUND) if PIECES[t]]
+    assert TOK[" Pat"] in doc.first_tokens(WORD) and TOK["x"] in doc.first_tokens(WORD)
+    assert TOK["x"] not in doc.first_tokens(COMPOUND)  # "x" only after "Red/"
+    assert TOK["5"] in allowed_tokens(doc, [], NA_IDS, END, start_rule=COMPOUND)
+    assert TOK["x"] not in allowed_tokens(doc, [], NA_IDS, END, start_rule=COMPOUND)
 
 
 def test_a_value_that_left_the_document_may_only_end():
@@ -264,7 +285,8 @@ def ends_a_word(tokenizer, value: list[int], index: DocIndex) -> bool:
 
 def test_word_end_attributes_end_on_a_word_in_hpd_and_ar(tokenizer):
     model, schema, docs, spans = setup(tokenizer)
-    flagged = replace(schema, word_end=[True, False, True])  # Brand and Size, not Color
+    # Brand and Size end on words, Color anywhere; Size starts on compounds ("10-46": never "46")
+    flagged = replace(schema, end_rules=[WORD, FREE, WORD], start_rules=[WORD, WORD, COMPOUND])
     free = decode_hpd(model, schema, hpd.hpd_rows(docs, 3, 2, spans), True)
     out = decode_hpd(model, flagged, hpd.hpd_rows(docs, 3, 2, spans), True)
     mid_word = 0
@@ -273,6 +295,9 @@ def test_word_end_attributes_end_on_a_word_in_hpd_and_ar(tokenizer):
             doc = spans[r * 2 + j]
             if v.ids != schema.na_ids and n != 1 and not v.truncated:  # a gap may cut a value anywhere
                 assert ends_a_word(tokenizer, v.ids, doc), tokenizer.decode(v.ids)
+            if v.ids != schema.na_ids and n == 2:
+                text = tokenizer.decode(v.ids, skip_special_tokens=True).strip().encode()
+                assert doc.occurrences(text, COMPOUND), text
             if n == 1:
                 assert v.ids == row_free[(j, n)].ids  # an unflagged attribute is untouched
             free_ids = row_free[(j, n)].ids

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from extraction.engine import augment, hpd, masks
+from extraction.engine.extractive import COMPOUND, FREE, WORD
 from extraction.engine.layout import (
     AttributeSpec,
     ar_target,
@@ -370,28 +371,42 @@ def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
     settings["word_end"] = ["Color"]
     (out / "slotwise.json").write_text(json.dumps(settings))
     schema = Extractor(out).schema([AttributeSpec(n, max_tokens=4) for n in NAMES])
-    assert schema.word_end == [False, True, False]  # the engine reads the model's list by name
+    assert schema.end_rules == [FREE, WORD, FREE]  # the engine reads the model's lists by name
+    settings["compound_end"], settings["compound_start"] = ["Color"], ["Size"]
+    (out / "slotwise.json").write_text(json.dumps(settings))
+    schema = Extractor(out).schema([AttributeSpec(n, max_tokens=4) for n in NAMES])
+    assert schema.end_rules == [FREE, COMPOUND, FREE] and schema.start_rules == [WORD, WORD, COMPOUND]
     assert Extractor(out, extractive=False).word_end == frozenset()  # a rule of extractive decoding
 
 
-def test_word_end_attributes_are_those_whose_training_values_end_on_a_word():
-    from extraction.engine.train import Corpus, ends_on_word, word_end_attributes
+def test_boundary_attributes_are_those_whose_training_values_end_or_start_on_one():
+    from extraction.engine.train import Corpus, boundary_attributes, on_boundary
 
-    assert ends_on_word("Mens Loafer", "Men") is False
-    assert ends_on_word("Mens Loafer, Men", "Men") is True  # one occurrence at a word end is enough
-    assert ends_on_word("Red Patent, 14 M US", "14 M US") is True  # the end of the text
-    assert ends_on_word("size 5-55", "5-5") is False and ends_on_word("Crocs", "Nike") is None
+    assert on_boundary("Mens Loafer", "Men") is False
+    assert on_boundary("Mens Loafer, Men", "Men") is True  # one occurrence at a word end is enough
+    assert on_boundary("Red Patent, 14 M US", "14 M US") is True  # the end of the text
+    assert on_boundary("size 5-55", "5-5") is False and on_boundary("Crocs", "Nike") is None
+    assert (
+        on_boundary("Black/White", "Black") is True and on_boundary("Black/White", "Black", COMPOUND) is False
+    )
+    assert on_boundary("1.13 oz", "13 oz", side="start") is True
+    assert on_boundary("1.13 oz", "13 oz", COMPOUND, "start") is False
     records = []
     for i in range(25):
-        gold = {"Brand": {f"Brand{i}": 1}, "Gender": {"Men": 1}, "Color": {"Red": 1}}
+        gold = {"Brand": {f"Brand{i}": 1}, "Gender": {"Men": 1}, "Color": {"Red": 1}, "Net": {"13 oz": 1}}
         if i < 5:
             gold["Size"] = {"9": 1}
-        title = f"Brand{i} {'Mens' if i % 2 else 'Men'} Loafer, Red" + (", 9 M" if i < 5 else "")
+        color = "Red/Blue" if i == 0 else "Red"
+        net = "1.13 oz" if i == 0 else "13 oz"
+        title = f"Brand{i} {'Mens' if i % 2 else 'Men'} Loafer, {color}, {net}" + (", 9 M" if i < 5 else "")
         records.append({"input": title, "category": "Shoes", "target_scores": gold})
     corpus = Corpus(groups={("toy", "Shoes"): records})
     # Gender ends mid-word in 12 of 25 titles; Size has too few values to judge
-    assert word_end_attributes(corpus) == ["Brand", "Color"]
-    assert word_end_attributes(corpus, share=0.5) == ["Brand", "Color", "Gender"]
+    assert boundary_attributes(corpus) == ["Brand", "Color", "Net"]
+    assert boundary_attributes(corpus, share=0.5) == ["Brand", "Color", "Gender", "Net"]
+    # one "Red" of "Red/Blue" in 25: 96% at compound ends, under the 99% share
+    assert boundary_attributes(corpus, COMPOUND) == ["Brand", "Net"]
+    assert boundary_attributes(corpus, COMPOUND, "start") == ["Brand", "Color", "Gender"]  # not Net
 
 
 def test_training_is_seeded(tmp_path):
