@@ -124,10 +124,6 @@ class DocIndex:
         self.table = table
         self._first: dict[int, list[int]] = {}
 
-    @property
-    def first(self) -> list[int]:
-        return self.first_tokens(WORD)
-
     def first_tokens(self, rule: int = WORD) -> list[int]:
         """Tokens a value may start with when it starts on a ``rule`` boundary (WORD or COMPOUND;
         one scan of the vocabulary per rule and document, on first use)."""
