@@ -18,7 +18,7 @@ import pathlib
 import time
 from dataclasses import dataclass
 
-from .layout import NA, AttributeSpec, SchemaPrompt, doc_ids, schema_prompt
+from .layout import COMPOUND, FREE, NA, WORD, AttributeSpec, SchemaPrompt, doc_ids, schema_prompt
 
 __all__ = ["AttributeSpec", "BatchStats", "Document", "Extractor", "ValueResult", "default_model_dir"]
 
@@ -117,14 +117,14 @@ class Extractor:
         else:
             loaded = modeling.random_standin(standin_texts(), device, self.torch_dtype, attn)
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
+        # slotwise.json, read once: whether to decode extractively, and the boundary rules
+        settings = model_settings(path) if extractive is not False and not loaded.random_standin else {}
         if extractive is None:
-            extractive = (
-                bool(model_settings(path).get("extractive", False)) if not loaded.random_standin else False
-            )
+            extractive = bool(settings.get("extractive", False))
         self.extractive: bool = extractive
         # attributes whose values end on a word / compound boundary (slotwise.json, measured on the
         # training data); extractive decoding lets them end only there
-        settings = model_settings(path) if extractive and not loaded.random_standin else {}
+        settings = settings if extractive else {}
         self.word_end: frozenset[str] = frozenset(settings.get("word_end", []))
         self.compound_end: frozenset[str] = frozenset(settings.get("compound_end", []))
         self.compound_start: frozenset[str] = frozenset(settings.get("compound_start", []))
@@ -155,15 +155,11 @@ class Extractor:
         return self._schemas[key]
 
     def end_rule(self, name: str) -> int:
-        """Where values of attribute ``name`` may end (extractive.FREE / WORD / COMPOUND)."""
-        from .extractive import COMPOUND, FREE, WORD
-
+        """Where values of attribute ``name`` may end (layout.FREE / WORD / COMPOUND)."""
         return COMPOUND if name in self.compound_end else WORD if name in self.word_end else FREE
 
     def start_rule(self, name: str) -> int:
-        """Where values of attribute ``name`` may start (extractive.WORD / COMPOUND)."""
-        from .extractive import COMPOUND, WORD
-
+        """Where values of attribute ``name`` may start (layout.WORD / COMPOUND)."""
         return COMPOUND if name in self.compound_start else WORD
 
     def prefix_cache(self, schema: SchemaPrompt) -> tuple[object, int]:

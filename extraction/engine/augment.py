@@ -60,6 +60,9 @@ def value_pools(records: list[dict]) -> dict[tuple[str, str], list[str]]:
     return {key: sorted(values) for key, values in pools.items()}
 
 
+_EDGE = ",;:()[]{}\"'|/"  # stripped from the ends of title words
+
+
 def phrase_pool(records: list[dict]) -> dict[str, list[list[str]]]:
     """category -> the words of each of its records' titles (or inputs), for phrase replacements."""
     pool: dict[str, list[list[str]]] = defaultdict(list)
@@ -70,9 +73,6 @@ def phrase_pool(records: list[dict]) -> dict[str, list[list[str]]]:
         if words:
             pool[record.get("category", "")].append(words)
     return dict(pool)
-
-
-_EDGE = ",;:()[]{}\"'|/"
 
 
 def phrase(value: str, phrases: list[list[str]], rng: random.Random) -> str | None:

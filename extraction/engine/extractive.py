@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import torch
 
+from .layout import COMPOUND, FREE, WORD  # the boundary rules (tests and callers import them here too)
+
 
 def _byte_decoder() -> dict[str, int]:
     """Inverse of GPT-2's byte-to-unicode map (byte-level BPE vocabularies spell bytes this way)."""
@@ -106,8 +108,6 @@ def _table(tokenizer) -> TokenTable:
     return cached
 
 
-# boundary rules of an attribute (SpanState end_rule / start_rule)
-FREE, WORD, COMPOUND = 0, 1, 2
 JOINERS = frozenset(b"-/'.")  # join two words into one compound ("Lennix-M", "Black/White", "5.5")
 
 
@@ -126,12 +126,17 @@ class DocIndex:
 
     def first_tokens(self, rule: int = WORD) -> list[int]:
         """Tokens a value may start with when it starts on a ``rule`` boundary (WORD or COMPOUND;
-        one scan of the vocabulary per rule and document, on first use)."""
+        computed on first use: one scan of the vocabulary per document for WORD, and COMPOUND's,
+        a subset, filtered from WORD's)."""
         if rule not in self._first:
+            stripped = self.table.stripped
+            if rule == WORD:
+                candidates = (t for t, piece in enumerate(stripped) if piece is not None)
+            else:
+                candidates = iter(self.first_tokens(WORD))
             first = []
-            for tid, piece in enumerate(self.table.stripped):
-                if piece is None:
-                    continue
+            for tid in candidates:
+                piece = stripped[tid]
                 if piece == b"":
                     if self.table.pieces[tid]:  # whitespace only: the value prefix, or spaces before a value
                         first.append(tid)

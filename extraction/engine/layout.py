@@ -24,6 +24,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Protocol
 
+# where a value may start / end in extractive decoding (extractive.DocIndex.word_start / word_end):
+# anywhere, at a word boundary, or at a boundary of words joined by - / ' . ("Lennix-M", "5.5")
+FREE, WORD, COMPOUND = 0, 1, 2
+
 NA = "n/a"  # absent attribute
 VALUE_END = (
     "<|eov|>"  # the value terminator when the tokenizer has it (else eos), in HPD slots and AR-JSON alike
@@ -115,16 +119,16 @@ class SchemaPrompt:
     terminator: int  # ends every value (VALUE_END, else eos)
     eos: int | None = None  # ends the AR-JSON output (None: same as terminator)
     na_ids: list[int] = field(default_factory=list)  # tokens of "n/a" (extractive decoding)
-    # per attribute: where its values may end / start in extractive decoding (extractive.FREE,
-    # WORD or COMPOUND, from the model's slotwise.json, set by the engine); empty: the defaults
+    # per attribute: where its values may end / start in extractive decoding (FREE, WORD or
+    # COMPOUND, from the model's slotwise.json, set by the engine); empty: the defaults
     end_rules: list[int] = field(default_factory=list)
     start_rules: list[int] = field(default_factory=list)
 
     def end_rule(self, n: int) -> int:
-        return self.end_rules[n] if n < len(self.end_rules) else 0  # FREE: anywhere
+        return self.end_rules[n] if n < len(self.end_rules) else FREE
 
     def start_rule(self, n: int) -> int:
-        return self.start_rules[n] if n < len(self.start_rules) else 1  # WORD: at a word start
+        return self.start_rules[n] if n < len(self.start_rules) else WORD
 
     @property
     def ar_eos(self) -> int:

@@ -56,10 +56,11 @@ DEFAULT_DATA = str(Path(__file__).resolve().parents[3] / "shared" / "data" / "av
 DEFAULT_OUT = str(Path(__file__).resolve().parents[2] / "models" / "slotwise-ave")
 IGNORE = -100
 EXTRACTIVE_SHARE = 0.95  # values verbatim in their document from which a model decodes extractively
-# an attribute is decoded to word ends only when nearly all its training values end on a word
-# boundary (OA-Mine: 7,357 of 7,360 values; AE-110k's "Gender" is often "Men" of "Mens": 89%)
-WORD_END_SHARE = 0.99
-WORD_END_MIN_VALUES = 20  # fewer values: no rule (a few values prove little)
+# an attribute gets a boundary rule (word / compound ends, compound starts) only when nearly all its
+# training values obey it (word ends: OA-Mine 7,357 of 7,360 values; AE-110k's "Gender" is often
+# "Men" of "Mens": 89%)
+BOUNDARY_SHARE = 0.99
+BOUNDARY_MIN_VALUES = 20  # fewer values: no rule (a few values prove little)
 
 # model presets for training from scratch (Llama: a standard HF architecture the engine serves)
 SIZES = {
@@ -206,8 +207,8 @@ def boundary_attributes(
     corpus: Corpus,
     rule: int = span.WORD,
     side: str = "end",
-    share: float = WORD_END_SHARE,
-    min_values: int = WORD_END_MIN_VALUES,
+    share: float = BOUNDARY_SHARE,
+    min_values: int = BOUNDARY_MIN_VALUES,
 ) -> list[str]:
     """Attributes (names pooled over data sets) whose verbatim training values end (start) on a
     ``rule`` boundary at least ``share`` of the time, over at least ``min_values`` values."""
