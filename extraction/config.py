@@ -1,6 +1,7 @@
 """Settings of extraction runs, read from the environment at call time so a worker started with a
 different value (the fault drill's short leases) uses it without a settings change."""
 
+import json
 from pathlib import Path
 
 from django.conf import settings
@@ -44,22 +45,36 @@ BUNDLED = ""  # Run.model_dir value meaning "the bundled model (the engine's def
 
 
 def model_choices() -> list[tuple[str, str]]:
-    """The models a run may use: the bundled one and any directory configured on the workers
-    (EXTRACTION_MODEL_DIRS, comma-separated; the workers must see the same paths)."""
+    """The models a run may use: the default one, the small fast one, and any directory configured
+    on the workers (EXTRACTION_MODEL_DIRS, comma-separated; the workers must see the same paths)."""
     choices = [(BUNDLED, bundled_model_label())]
-    choices += [
-        (path, path) for path in env_list("EXTRACTION_MODEL_DIRS") if path != settings.SLOTWISE_MODEL_DIR
-    ]
+    others = [settings.FAST_MODEL_DIR, *env_list("EXTRACTION_MODEL_DIRS")]
+    for path in dict.fromkeys(others):
+        if path != settings.SLOTWISE_MODEL_DIR and has_model(Path(path)):
+            choices.append((path, model_label(Path(path))))
     return choices
 
 
+def has_model(path: Path) -> bool:
+    return (path / "config.json").is_file() or (path / "adapter_config.json").is_file()
+
+
+def model_label(path: Path) -> str:
+    """The label its slotwise.json gives (what it is and its dev F1), else the directory name."""
+    try:
+        label = json.loads((path / "slotwise.json").read_text(encoding="utf-8")).get("label")
+    except (OSError, ValueError):
+        label = None
+    return label or path.name
+
+
 def bundled_model_label() -> str:
-    """Says whether the bundled model is there: without its weights the workers fall back to a random
+    """Says whether the default model is there: without its weights the workers fall back to a random
     stand-in, and an admin starting a run should know its values will be noise."""
     if not bundled_model_missing():
-        return f"Bundled model ({Path(settings.SLOTWISE_MODEL_DIR).name})"
-    return "Random stand-in (no bundled model yet)"
+        return f"Default model: {model_label(Path(settings.SLOTWISE_MODEL_DIR))}"
+    return "Random stand-in (no default model yet: run `make model`)"
 
 
 def bundled_model_missing() -> bool:
-    return not (Path(settings.SLOTWISE_MODEL_DIR) / "config.json").is_file()
+    return not has_model(Path(settings.SLOTWISE_MODEL_DIR))

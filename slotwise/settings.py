@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from extraction.engine.api import default_model_dir
 from slotwise.env import env_bool, env_float, env_int, env_list, env_str, parse_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -111,8 +112,11 @@ CELERY_TASK_DEFAULT_QUEUE = "light"
 CELERY_TASK_ROUTES = {"workers.tasks.gpu_*": {"queue": "gpu"}}
 CELERY_TASK_ALWAYS_EAGER = False
 
-# Extraction: the model directory the GPU workers load (the bundled model by default).
-SLOTWISE_MODEL_DIR = env_str("SLOTWISE_MODEL_DIR", str(BASE_DIR / "models" / "slotwise-ave"))
+# Extraction: the model directory the GPU workers load (by default the one `make model` assembles
+# from the pretrained base; the engine's default_model_dir is the one definition of it).
+SLOTWISE_MODEL_DIR = str(default_model_dir())
+# The small from-scratch model, offered in the run form as the fast choice.
+FAST_MODEL_DIR = str(BASE_DIR / "models" / "slotwise-ave")
 SLOTWISE_DEVICE = env_str("SLOTWISE_DEVICE", "cpu")
 GPU_PRICE_PER_HOUR = env_float("GPU_PRICE_PER_HOUR", 2.50)
 

@@ -7,6 +7,9 @@ process may use the dataclasses; workers construct an Extractor once per process
     results, stats = ex.extract([Document("sku1", "Diesel Men's Sneaker")],
                                 [AttributeSpec("Brand"), AttributeSpec("Color", "main colour", 6)])
     results[0]["Brand"].text, .confidence, .steps, .truncated
+
+Confidences are calibrated when the model directory's slotwise.json has a "calibration" block
+(`evaluate --fit-calibration` writes it): confidence = sigmoid(logit(raw) / T), one T per decoder.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import pathlib
 import time
 from dataclasses import dataclass
 
+from .base_model import MODEL_DIR, is_adapter
+from .calibration import apply_temperature
 from .layout import COMPOUND, FREE, NA, WORD, AttributeSpec, SchemaPrompt, doc_ids, schema_prompt
 
 __all__ = ["AttributeSpec", "BatchStats", "Document", "Extractor", "ValueResult", "default_model_dir"]
@@ -55,9 +60,10 @@ class BatchStats:
 
 
 def default_model_dir() -> pathlib.Path:
-    """SLOTWISE_MODEL_DIR, else the bundled <repo>/models/slotwise-ave."""
+    """SLOTWISE_MODEL_DIR, else the default model that `make model` assembles from the pretrained
+    base and the committed artifact (base_model.MODEL_DIR)."""
     env = os.environ.get("SLOTWISE_MODEL_DIR")
-    return pathlib.Path(env) if env else REPO_ROOT / "models" / "slotwise-ave"
+    return pathlib.Path(env) if env else MODEL_DIR
 
 
 def model_settings(model_dir: str | pathlib.Path) -> dict:
@@ -69,6 +75,24 @@ def model_settings(model_dir: str | pathlib.Path) -> dict:
         return json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+
+
+def calibration_temperatures(block, extractive: bool) -> dict[str, float]:
+    """decoder -> temperature from slotwise.json's "calibration" block. fork follows hpd when it has
+    none; a decoder without a key keeps its raw confidences. A block fitted under the other decoding
+    mode ("extractive" recorded and different) is not used: its confidences were other numbers."""
+    if not isinstance(block, dict):
+        return {}
+    if "extractive" in block and bool(block["extractive"]) != bool(extractive):
+        return {}
+    temps = {}
+    for d in DECODERS:
+        t = block.get(d)
+        if isinstance(t, int | float) and not isinstance(t, bool) and math.isfinite(t) and t > 0:
+            temps[d] = float(t)
+    if "fork" not in temps and "hpd" in temps:
+        temps["fork"] = temps["hpd"]
+    return temps
 
 
 def shared_ave_dir() -> pathlib.Path:
@@ -101,30 +125,35 @@ class Extractor:
         dtype: str | None = None,
         attn: str = "sdpa",
         extractive: bool | None = None,
+        calibrate: bool = True,
     ):
         """extractive: every value is a substring of its document or "n/a" (hpd, fork and ar; pld
         stays unconstrained). None: as the model directory's slotwise.json says ("extractive"),
-        else off (plain greedy decoding)."""
+        else off (plain greedy decoding). calibrate: map confidences with slotwise.json's
+        "calibration" temperatures (False: raw confidences, what evaluate measures and fits)."""
         from . import modeling
 
         self.device = device
         self.torch_dtype = modeling.default_dtype(device, dtype)
         path = pathlib.Path(model_dir) if model_dir is not None else default_model_dir()
-        if (path / "config.json").is_file():
+        if (path / "config.json").is_file() or is_adapter(path):
             loaded = modeling.load_dir(path, device, self.torch_dtype, attn)
         elif model_dir is not None:
-            raise FileNotFoundError(f"no model at {path} (config.json missing)")
+            raise FileNotFoundError(f"no model at {path} (config.json or adapter_config.json missing)")
         else:
             loaded = modeling.random_standin(standin_texts(), device, self.torch_dtype, attn)
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
         # slotwise.json, read once: whether to decode extractively, and the boundary rules
-        settings = model_settings(path) if extractive is not False and not loaded.random_standin else {}
+        stored = model_settings(path) if not loaded.random_standin else {}
         if extractive is None:
-            extractive = bool(settings.get("extractive", False))
+            extractive = bool(stored.get("extractive", False))
         self.extractive: bool = extractive
+        # confidence temperatures per decoder (slotwise.json "calibration"), applied in extract()
+        self.temperatures: dict[str, float] = calibration_temperatures(stored.get("calibration"), extractive)
+        self.calibrate: bool = calibrate
         # attributes whose values end on a word / compound boundary (slotwise.json, measured on the
         # training data); extractive decoding lets them end only there
-        settings = settings if extractive else {}
+        settings = stored if extractive else {}
         self.word_end: frozenset[str] = frozenset(settings.get("word_end", []))
         self.compound_end: frozenset[str] = frozenset(settings.get("compound_end", []))
         self.compound_start: frozenset[str] = frozenset(settings.get("compound_start", []))
@@ -256,6 +285,11 @@ class Extractor:
         out: list[dict[str, ValueResult]] = [{} for _ in docs]
         for pos, i in enumerate(order):
             out[i] = res[pos]
+        temperature = self.temperatures.get(decoder) if self.calibrate else None
+        if temperature is not None:  # the one place confidences are calibrated
+            for row in out:
+                for v in row.values():
+                    v.confidence = apply_temperature(v.confidence, temperature)
         return out, stats
 
     def _run_hpd(self, schema, ids, decoder, stack, rows, batch, spans=None):
@@ -313,7 +347,7 @@ class Extractor:
             row = {}
             for name, v in o.values.items():
                 text = v.text.strip() if v.text and v.text.strip() else NA
-                row[name] = ValueResult(text, v.confidence, v.steps, v.text is None)
+                row[name] = ValueResult(text, v.confidence, v.steps, v.truncated or v.text is None)
             res.append(row)
         return res, BatchStats(
             forwards,

@@ -9,7 +9,7 @@ import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
 from . import extractive as span
-from .layout import SchemaPrompt, _quote, ar_max_new_tokens, build_ar_prompt, parse_ar_json
+from .layout import NA, SchemaPrompt, _quote, ar_max_new_tokens, build_ar_prompt, parse_ar_json
 
 
 @dataclass
@@ -17,6 +17,7 @@ class ARValue:
     text: str | None  # None: the key never appeared in the output
     confidence: float
     steps: int  # tokens generated up to the end of this value
+    truncated: bool = False  # extractive: the gap (max_tokens) ended it, the model would have gone on
 
 
 @dataclass
@@ -40,51 +41,124 @@ class ForwardCounter:
         self._handle.remove()
 
 
-class ExtractiveProcessor(LogitsProcessor):
-    """Extractive AR-JSON: inside a value, only tokens that keep it a substring of its document
-    (or "n/a"), and the value's end token once it is one; outside values, nothing is constrained.
+def scaffold(schema: SchemaPrompt) -> tuple[list[list[int]], list[int]]:
+    """The fixed part of layout.ar_target -> (parts, ends): the output is parts[0] value_0 ends[0]
+    parts[1] value_1 ends[1] .. parts[N] (parts[N]: '"}' and eos). With the terminator in AR
+    (schema.value_end_in_ar) every value ends with it and parts[n] is key n; without it value n ends
+    with the first token of the next key (or of '"}'), which then is not repeated in parts[n + 1]."""
+    keys, close = [list(k) for k in schema.key_ids], [*schema.end_ids, schema.ar_eos]
+    if schema.value_end_in_ar:
+        return [*keys, close], [schema.terminator] * len(keys)
+    return [keys[0]] + [k[1:] for k in keys[1:]] + [close[1:]], [k[0] for k in keys[1:]] + [close[0]]
 
-    Follows each row's output against layout.ar_target: once the generated ids end with the next
-    expected key segment (schema.key_ids[n]), the row is inside value n until its end token: the
-    terminator when schema.value_end_in_ar, else the first token of the next key (or of '"}'), which
-    also starts the next key. A row that strays from the format (other key tokens) stays
-    unconstrained. Greedy only (one new token per call: not for prompt lookup)."""
+
+def value_spans(schema: SchemaPrompt, gen: list[int]) -> list[tuple[int, int] | None]:
+    """Where each value lies in generated ids that follow the scaffold: (first, end) with gen[end]
+    its end token (len(gen) when the output stops inside it); None from the first part that
+    does not follow the scaffold (never, under ExtractiveProcessor)."""
+    parts, ends = scaffold(schema)
+    out: list[tuple[int, int] | None] = []
+    i = 0
+    for part, end in zip(parts, ends, strict=False):  # parts has one more entry: the close
+        if gen[i : i + len(part)] != part:
+            break
+        i += len(part)
+        j = gen.index(end, i) if end in gen[i:] else len(gen)
+        out.append((i, j))
+        i = j + 1
+    return out + [None] * (len(ends) - len(out))
+
+
+def value_budget(schema: SchemaPrompt, n: int) -> int:
+    """Most tokens value n may have under ExtractiveProcessor: its gap (max_tokens), or "n/a" when
+    that is longer."""
+    return max(schema.attributes[n].max_tokens, len(schema.na_ids))
+
+
+def max_new_tokens(schema: SchemaPrompt, extractive: bool) -> int:
+    """Generation budget: layout.ar_max_new_tokens, plus room to finish "n/a" in a value whose gap is
+    shorter than it (extractive), so that a forced output always reaches its eos."""
+    extra = sum(value_budget(schema, n) - a.max_tokens for n, a in enumerate(schema.attributes))
+    return ar_max_new_tokens(schema) + (extra if extractive else 0)
+
+
+class ExtractiveProcessor(LogitsProcessor):
+    """Extractive AR-JSON, as strict as HPD: every row writes exactly layout.ar_target's format, and
+    each value is a substring of its document or "n/a".
+
+    Outside values the next token is forced (scaffold: keys in schema order, the terminator or key
+    punctuation between values, '"}', eos), so a row can never stray from the format and a value
+    can never hold JSON the model made up. Inside value n only the tokens of extractive.SpanState
+    are allowed (HPD's rules, with the attribute's end / start rule), at most max_tokens of them
+    (HPD's gap; layout.ar_target cuts training values there too): the value then must end
+    (truncated[b][n] records that the constrained model would have gone on), or finish "n/a" when
+    on its way through it (value_budget). Without the terminator in AR, the end token (the next
+    key's first token, '"') ends a value only where the value may end. Greedy only (one new token
+    per call: not for prompt lookup)."""
 
     def __init__(self, schema: SchemaPrompt, spans: list[span.DocIndex], prompt_len: int):
-        self.keys, self.na, self.eos = schema.key_ids, schema.na_ids, schema.ar_eos
-        self.rules = [(schema.end_rule(n), schema.start_rule(n)) for n in range(len(self.keys))]
-        if schema.value_end_in_ar:
-            self.ends = [schema.terminator] * len(self.keys)
-        else:
-            nxt = [k[0] for k in self.keys[1:]] + [(schema.end_ids or [self.eos])[0]]
-            self.ends = nxt
+        self.parts, self.ends = scaffold(schema)
+        self.na = list(schema.na_ids)
+        self.rules = [(schema.end_rule(n), schema.start_rule(n)) for n in range(len(self.ends))]
+        self.gaps = list(schema.gaps)
+        self.end_is_text = not schema.value_end_in_ar  # the end token may also be a document token
         self.index = list(spans)
         self.prompt_len = prompt_len
-        self.gen: list[list[int]] = [[] for _ in spans]
-        self.next_key = [0] * len(spans)
-        self.state: list[span.SpanState | None] = [None] * len(spans)
-        self.done = [False] * len(spans)
+        B = len(spans)
+        self.part = [0] * B  # scaffold part being written, or the value after it (state not None)
+        self.at = [0] * B  # tokens of that part written
+        self.state: list[span.SpanState | None] = [None] * B
+        self.done = [False] * B
+        self.truncated = [[False] * len(self.ends) for _ in range(B)]
         self.seen = 0  # generated tokens already pushed
+        for b in range(B):
+            self._settle(b)
+
+    def _settle(self, b: int) -> None:
+        """Past the end of a scaffold part: into the value after it, or done after the close."""
+        n = self.part[b]
+        if self.at[b] < len(self.parts[n]):
+            return
+        if n < len(self.ends):
+            self.state[b] = span.SpanState(self.index[b], self.na, self.ends[n], *self.rules[n])
+        else:
+            self.done[b] = True
 
     def push(self, b: int, tok: int) -> None:
         """Row b generated tok."""
         if self.done[b]:
             return
-        if tok == self.eos:
-            self.done[b], self.state[b] = True, None
-            return
-        self.gen[b].append(tok)
         st = self.state[b]
-        if st is not None:
-            if tok != st.end:
-                st.push(tok)
-                return
-            self.state[b] = None  # value ended; without <|eov|> its end token starts the next key
-        n = self.next_key[b]
-        key = self.keys[n] if n < len(self.keys) else None
-        if key and self.gen[b][-len(key) :] == key:
-            self.state[b] = span.SpanState(self.index[b], self.na, self.ends[n], *self.rules[n])
-            self.next_key[b] = n + 1
+        if st is None:  # a scaffold token (forced)
+            self.at[b] += 1
+        elif tok != st.end:
+            st.push(tok)
+            return
+        else:  # the value ended: on to the next part
+            self.state[b], self.part[b], self.at[b] = None, self.part[b] + 1, 0
+        self._settle(b)
+
+    def _value_allowed(self, st: span.SpanState) -> list[int]:
+        """SpanState.allowed(), without an end token that is only a document token here."""
+        allowed = st.allowed()
+        if self.end_is_text and st.end in allowed and not st.may_end():
+            allowed = [t for t in allowed if t != st.end] or [st.end]  # a '"' of the text, not an end
+        return allowed
+
+    def allowed(self, b: int, scores: torch.Tensor) -> list[int] | None:
+        """Row b's allowed next tokens (None: finished, unconstrained)."""
+        if self.done[b]:
+            return None
+        st, n = self.state[b], self.part[b]
+        if st is None:
+            return [self.parts[n][self.at[b]]]
+        if st.length < self.gaps[n]:
+            return self._value_allowed(st)
+        if 0 <= st.na_at < len(self.na):
+            return [self.na[st.na_at]]  # finish "n/a"
+        free = self._value_allowed(st)  # the gap is full: would the model have ended here?
+        self.truncated[b][n] = free[int(scores[b, free].argmax())] != st.end
+        return [st.end]
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         new = input_ids[:, self.prompt_len + self.seen :].tolist()  # [B, tokens since the last call]
@@ -92,11 +166,38 @@ class ExtractiveProcessor(LogitsProcessor):
         for b, toks in enumerate(new):
             for t in toks:
                 self.push(b, int(t))
-        allowed = [st.allowed() if st is not None else None for st in self.state]
+        allowed = [self.allowed(b, scores) for b in range(len(new))]
         if all(a is None for a in allowed):
             return scores
         mask = span.allowed_mask(allowed, scores.shape[-1], scores.device)
         return scores.masked_fill(~mask, float("-inf"))
+
+
+def extractive_values(
+    schema: SchemaPrompt,
+    table: span.TokenTable,
+    gen: list[int],
+    lps: list[float],
+    truncated: list[bool],
+) -> dict[str, ARValue]:
+    """Values of a constrained output, read from its token ids (the scaffold is known, so nothing is
+    parsed from text: a value is exactly its tokens' bytes, leading space dropped, a substring of
+    the document; a character cut by the gap is dropped). Confidence: exp(mean logprob) of the
+    value's tokens and its end token (not when the gap forced it), as in HPD. An empty value
+    (whitespace only) reads "n/a", as in HPD."""
+    out = {}
+    for n, (a, where) in enumerate(zip(schema.attributes, value_spans(schema, gen), strict=True)):
+        if where is None:
+            out[a.name] = ARValue(None, 0.0, len(gen))
+            continue
+        first, end = where
+        ids = gen[first:end]
+        text = b"".join(table.pieces[t] or b"" for t in ids).decode("utf-8", "ignore").strip() or NA
+        sel = lps[first : end if truncated[n] else end + 1] or [0.0]
+        out[a.name] = ARValue(
+            text, float(torch.tensor(sel).mean().exp()), min(end + 1, len(gen)), truncated[n]
+        )
+    return out
 
 
 def left_pad(seqs: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -142,9 +243,11 @@ def generate_json(
     spans: list[span.DocIndex] | None = None,
 ) -> tuple[list[AROutput], int]:
     """Greedy AR-JSON for every document -> (outputs, forward passes). prompt_lookup forces batch 1.
-    spans: per document, extractive.doc_index of the product text: extractive values (ExtractiveProcessor); not with
-    prompt_lookup. Confidences then come from the constrained scores (renormalized over the allowed
-    tokens), as in HPD."""
+    spans: per document, extractive.doc_index of the product text: extractive values
+    (ExtractiveProcessor: the format forced, every value a substring of its document or "n/a",
+    read from the token ids); not with prompt_lookup. Confidences then come from the constrained
+    scores (renormalized over the allowed tokens), as in HPD. Without spans the output is free and
+    parsed from its text (layout.parse_ar_json)."""
     if spans is not None and prompt_lookup:
         raise ValueError("extractive decoding is not available with prompt lookup")
     device = next(model.parameters()).device
@@ -157,13 +260,14 @@ def generate_json(
         for i in range(0, len(docs), batch):
             ids, mask = left_pad([build_ar_prompt(schema, d) for d in docs[i : i + batch]], pad_id, device)
             kw = {"prompt_lookup_num_tokens": prompt_lookup} if prompt_lookup else {}
+            proc = None
             if spans is not None:
                 proc = ExtractiveProcessor(schema, spans[i : i + batch], ids.shape[1])
                 kw.update(logits_processor=LogitsProcessorList([proc]), output_scores=True)
             res = model.generate(
                 input_ids=ids,
                 attention_mask=mask,
-                max_new_tokens=ar_max_new_tokens(schema),
+                max_new_tokens=max_new_tokens(schema, spans is not None),
                 do_sample=False,
                 eos_token_id=schema.ar_eos,
                 pad_token_id=pad_id,
@@ -183,10 +287,13 @@ def generate_json(
                 else:  # assisted decoding may not return one logit row per token
                     lps = [0.0] * len(toks)
                 text = tokenizer.decode(toks, skip_special_tokens=True)
-                vals = parse_ar_json(text, names)
-                outs.append(
-                    AROutput(text, value_confidences(tokenizer, toks, lps, text, names, vals), len(toks))
-                )
+                if proc is not None:
+                    table = spans[i + b].table
+                    vals = extractive_values(schema, table, toks, lps, proc.truncated[b])
+                else:
+                    parsed = parse_ar_json(text, names)
+                    vals = value_confidences(tokenizer, toks, lps, text, names, parsed)
+                outs.append(AROutput(text, vals, len(toks)))
     finally:
         counter.close()
     return outs, counter.count

@@ -1,5 +1,10 @@
 """`python -m extraction evaluate`: every decoder on the same products in one process, each at its
-best settings from a short sweep; quality (metric.py) and speed side by side."""
+best settings from a short sweep; quality (metric.py) and speed side by side, then the n/a figures
+(metric.py) and the calibration of value confidences (calibration.py) per decoder.
+
+Confidences are measured raw (the Extractor is built with calibrate=False); --fit-calibration
+fits one temperature per decoder on every evaluated product (plus the points of earlier --json
+outputs named by --calibration-with) and stores it in the model directory's slotwise.json."""
 
 from __future__ import annotations
 
@@ -12,9 +17,10 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
+from . import calibration
 from . import data as ave
-from .api import LAYOUT_CANDIDATES, AttributeSpec, Document, Extractor, default_model_dir
-from .metric import Report
+from .api import LAYOUT_CANDIDATES, AttributeSpec, Document, Extractor, default_model_dir, model_settings
+from .metric import Report, is_na
 
 SPEED_BAR = {"ar": 2.5, "pld": 3.0, "fork": 1.3}  # issue 3: HPD products/s over each baseline, best vs best
 SWEEPS = {"ar": [1, 4, 16, 64], "fork": [1, 4, 16, 64], "pld": [1]}
@@ -58,6 +64,20 @@ def add_evaluate_parser(subparsers) -> None:
         "unconstrained). Default: as the model's slotwise.json says (on for the bundled model)",
     )
     p.add_argument("--json", default=None, help="write the results here")
+    p.add_argument(
+        "--fit-calibration",
+        action="store_true",
+        help="fit one confidence temperature per decoder on every evaluated product and write it to "
+        'the model directory\'s slotwise.json ("calibration"; other keys kept)',
+    )
+    p.add_argument(
+        "--calibration-with",
+        action="append",
+        default=[],
+        metavar="JSON",
+        help="with --fit-calibration: also fit on the confidence points of an earlier --json output of "
+        "the same model (another data set); repeatable",
+    )
     p.set_defaults(func=run_evaluate)
 
 
@@ -117,6 +137,8 @@ class Run:
     longest_value: int = 0  # tokens of the longest value decoded
     layouts: list[str] = field(default_factory=list)
     report: Report | None = None
+    # (product index, raw confidence, correct) of every value (non-n/a prediction) on a judged pair
+    points: list[tuple[int, float, bool]] = field(default_factory=list)
 
     def products_per_second(self, n: int) -> float:
         return n / self.seconds if self.seconds else 0.0
@@ -158,13 +180,28 @@ def run_once(ex: Extractor, decoder: str, setting: dict, products, grouped, devi
                 preds[i] = r
                 run.longest_value = max([run.longest_value] + [v.steps - 1 for v in r.values()])
     run.peak_memory_mb = mem.peak
+    run.report, run.points = score(
+        products, preds, {cat: [a.name for a in g[2]] for cat, g in grouped.items()}
+    )
+    return run
+
+
+def score(products, preds: list[dict], schemas: dict[str, list[str]]) -> tuple[Report, list]:
+    """The metric over judged pairs, the unjudged schema attributes apart, and the calibration points
+    (product index, confidence, correct iff VC) of the values predicted on judged pairs."""
     report = Report()
-    for p, pred in zip(products, preds, strict=True):
+    points = []
+    for i, (p, pred) in enumerate(zip(products, preds, strict=True)):
         for attr, gold in p.gold.items():
             v = pred.get(attr)
-            report.add(p.category, attr, v.text if v else None, gold)
-    run.report = report
-    return run
+            kind = report.add(p.category, attr, v.text if v else None, gold)
+            if v is not None and not is_na(v.text):
+                points.append((i, float(v.confidence), kind == "VC"))
+        for attr in schemas.get(p.category, []):
+            if attr not in p.gold:
+                v = pred.get(attr)
+                report.add_unjudged(p.category, attr, v.text if v else None)
+    return report, points
 
 
 def spread(products: list, limit: int) -> list:
@@ -207,12 +244,21 @@ def table(rows: list[list[str]]) -> None:
             write("  ".join("-" * w for w in widths))
 
 
-def summary(run: Run, n: int) -> dict:
+def summary(run: Run, n: int, stored_temperature: float | None = None) -> dict:
     m = run.report.micro
+    groups, confs, correct = zip(*run.points, strict=True) if run.points else ((), (), ())
     return {
         "f1": m.f1,
         "precision": m.precision,
         "recall": m.recall,
+        "NV": m.NV,
+        "gold_na": m.gold_na,
+        "na_accuracy": m.na_accuracy,
+        "na_precision": m.na_precision,
+        "unjudged": m.unjudged,
+        "unjudged_valued": m.unjudged_valued,
+        "unjudged_value_share": m.unjudged_value_share,
+        "calibration": calibration.summary(confs, correct, groups, stored_temperature),
         "products_per_second": run.products_per_second(n),
         "seconds": run.seconds,
         "forward_steps": run.forward_steps,
@@ -224,6 +270,111 @@ def summary(run: Run, n: int) -> dict:
         "longest_decode_steps": run.max_value_steps,
         "longest_value_tokens": run.longest_value,
     }
+
+
+DEFINITIONS = {
+    "NV": "values predicted where gold is n/a",
+    "gold_na": "judged pairs whose gold is n/a (NV + NN)",
+    "na_accuracy": "NN / (NN + NV): share of the gold-n/a pairs predicted n/a",
+    "na_precision": "NN / (NN + VN): share of the judged n/a predictions whose gold is n/a",
+    "unjudged": "schema attributes of a product's category that its record does not list (no gold)",
+    "unjudged_value_share": "share of the unjudged pairs given a value (not n/a)",
+    "ece": "expected calibration error, 10 equal-width bins, over the values (non-n/a predictions) "
+    "on judged pairs; correct iff VC",
+    "ece_cross_fitted": "ECE after sigmoid(logit(c) / T), T fitted by NLL on the other half of the "
+    "products (2 folds by product index parity), pooled over both halves",
+    "temperature": "T fitted on every evaluated product (what --fit-calibration writes)",
+}
+
+
+def fmt(x: float | None, spec: str = ".3f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def quality_table(results: dict[str, dict], stored: dict[str, float]) -> None:
+    """n/a figures and calibration per decoder (definitions: DEFINITIONS, metric.py, calibration.py)."""
+    write("n/a and confidence calibration per decoder (values = non-n/a predictions on judged pairs):")
+    head = ["decoder", "F1", "NV", "gold n/a", "n/a acc", "n/a P", "unjudged", "unj valued"]
+    head += ["values", "value acc", "ECE raw", "ECE cal 2-fold", "T fit"]
+    has_stored = any(d in stored for d in results)
+    if has_stored:
+        head += ["T stored", "ECE stored"]
+    rows = [head]
+    for d, sm in results.items():
+        cal = sm["calibration"]
+        row = [
+            d,
+            f"{sm['f1']:.3f}",
+            str(sm["NV"]),
+            str(sm["gold_na"]),
+            fmt(sm["na_accuracy"]),
+            fmt(sm["na_precision"]),
+            str(sm["unjudged"]),
+            fmt(sm["unjudged_value_share"]),
+            str(cal["points"]),
+            fmt(cal["accuracy"]),
+            fmt(cal["ece_raw"]),
+            fmt(cal["ece_cross_fitted"]),
+            f"{cal['temperature']:.3f}",
+        ]
+        if has_stored:
+            row += [fmt(cal.get("stored_temperature")), fmt(cal.get("ece_stored"))]
+        rows.append(row)
+    table(rows)
+    write(
+        "n/a acc = NN/(NN+NV) of gold n/a; n/a P = NN/(NN+VN); unj valued = share of unjudged schema "
+        "attributes given a value; ECE: 10 bins, correct iff VC; cal: sigmoid(logit(c)/T), T by NLL on "
+        "the other half of the products"
+    )
+
+
+def pooled_points(path: str, model_name: str, extractive: bool) -> dict:
+    """An earlier --json output's calibration points, checked to be of this model and decoding mode."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    if "calibration_points" not in data:
+        raise ValueError(f"{path}: no calibration_points (written by an older evaluate?)")
+    if data.get("model") != model_name or bool(data.get("extractive")) != bool(extractive):
+        raise ValueError(
+            f"{path}: model {data.get('model')!r} extractive={data.get('extractive')} does not match "
+            f"{model_name!r} extractive={extractive}"
+        )
+    return data
+
+
+def data_name(path: str) -> str:
+    p = pathlib.Path(path)
+    return f"{p.parent.name}/{p.name}"
+
+
+def write_calibration(model_dir, best: dict[str, Run], n: int, data: str, earlier, extractive):
+    """Fit T per decoder on this run's points and the pooled ones; store it in slotwise.json."""
+    path = pathlib.Path(model_dir) / "slotwise.json"
+    conf = model_settings(model_dir)
+    block: dict = {}
+    points: dict[str, int] = {}
+    for d, run in best.items():
+        confs = [c for _, c, _ in run.points]
+        correct = [y for _, _, y in run.points]
+        for e in earlier:
+            for c, y in e["calibration_points"].get(d, []):
+                confs.append(float(c))
+                correct.append(bool(y))
+        block[d] = round(calibration.fit_temperature(confs, correct), 6)
+        points[d] = len(confs)
+    block.update(
+        {
+            "extractive": bool(extractive),
+            "products": n + sum(int(e.get("products", 0)) for e in earlier),
+            "data": [data_name(data)] + [data_name(e.get("data", "?")) for e in earlier],
+            "points": points,
+            "fit": "sigmoid(logit(c) / T), T by NLL over values on judged pairs (correct iff VC)",
+        }
+    )
+    conf["calibration"] = block
+    path.write_text(json.dumps(conf, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    temps = ", ".join(f"{d} T={block[d]:.3f} ({points[d]} values)" for d in best)
+    write(f"calibration written to {path}: {temps}; data {', '.join(block['data'])}")
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
@@ -241,7 +392,21 @@ def run_evaluate(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         attn=args.attn,
         extractive=getattr(args, "extractive", None),
+        calibrate=False,  # raw confidences: what the ECE and the fit are about
     )
+    fit = getattr(args, "fit_calibration", False)
+    pooled = getattr(args, "calibration_with", None) or []
+    if pooled and not fit:
+        sys.stderr.write("--calibration-with needs --fit-calibration\n")
+        return 2
+    if fit and ex.random_standin:
+        sys.stderr.write("--fit-calibration needs a model directory (got the random stand-in)\n")
+        return 2
+    try:
+        earlier = [pooled_points(path, ex.model_name, ex.extractive) for path in pooled]
+    except ValueError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 2
     extractive = ex.extractive
     model_text = f"{ex.model_name} ({ex.model_revision})"
     if ex.random_standin:
@@ -301,7 +466,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     table(sweep)
     write()
     write("best settings per decoder:")
-    results = {d: summary(r, n) for d, r in best.items()}
+    results = {d: summary(r, n, ex.temperatures.get(d)) for d, r in best.items()}
     rows = [
         [
             "decoder",
@@ -349,6 +514,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
             if d in results and results[d]["products_per_second"]:
                 ratio = hpd_pps / results[d]["products_per_second"]
                 write(f"speed bar hpd/{d}: {ratio:.2f}x (bar {bar}x) {'ok' if ratio >= bar else 'BELOW'}")
+    write()
+    quality_table(results, ex.temperatures)
+    if fit:
+        write_calibration(model_dir, best, n, args.data, earlier, extractive)
     if args.json:
         out = {
             "model": ex.model_name,
@@ -361,6 +530,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "sweep": [dict(zip(sweep[0], r, strict=True)) for r in sweep[1:]],
             "per_attribute": {d: r.report.to_dict()["per_attribute"] for d, r in best.items()},
             "per_category": {d: r.report.to_dict()["per_category"] for d, r in best.items()},
+            "definitions": DEFINITIONS,
+            # raw (confidence, correct) of the values on judged pairs: --calibration-with pools them
+            "calibration_points": {
+                d: [[round(c, 6), int(y)] for _, c, y in r.points] for d, r in best.items()
+            },
         }
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(out, f, indent=2)

@@ -197,6 +197,13 @@ class SpanState:
         self.na_at = 0 if self.na else -1  # "n/a" tokens matched so far; -1: off the n/a path
         self.length = 0
 
+    def may_end(self) -> bool:
+        """The end token may come next: "n/a" is complete, or the value has a non-space byte and an
+        occurrence that ends under end_rule (rule (c) of the module docstring)."""
+        if self.na and self.na_at == len(self.na):
+            return True
+        return self.started and any(self.index.word_end(e, self.end_rule) for e in self.ends)
+
     def allowed(self) -> list[int]:
         """Token ids allowed next (sorted); never empty."""
         out: set[int] = set()
@@ -205,10 +212,10 @@ class SpanState:
         else:
             for e in self.ends:
                 out.update(self.index.table.continuing(self.index.data, e))
-            if self.ends and any(self.index.word_end(e, self.end_rule) for e in self.ends):
-                out.add(self.end)
-        if self.na_at >= 0:
-            out.add(self.na[self.na_at] if self.na_at < len(self.na) else self.end)
+        if self.may_end():
+            out.add(self.end)
+        if 0 <= self.na_at < len(self.na):
+            out.add(self.na[self.na_at])
         return sorted(out) if out else [self.end]
 
     def push(self, tok: int) -> None:

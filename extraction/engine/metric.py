@@ -7,6 +7,15 @@ match after trimming; any accepted form counts):
     NV value predicted, gold is n/a               VN n/a predicted, gold has a value
     NN both n/a (not counted)
 precision = VC / (NV + VC + VW), recall = VC / (VN + VC + VW), F1 = harmonic mean.
+
+Absent attributes (gold "n/a", as AE-110k and WDC-PAVE say it):
+    gold n/a pairs = NV + NN
+    n/a acc = NN / (NN + NV): of the pairs whose gold is n/a, the share predicted n/a (1 - n/a acc is
+              the share given a value, NV / gold n/a)
+    n/a P   = NN / (NN + VN): of the judged pairs predicted n/a, the share whose gold is n/a
+Unjudged pairs: an attribute of the category schema that a record does not list (OA-Mine, AE-110k)
+has no gold and is in none of the counts above; `unjudged` counts them and `unjudged_valued` those
+given a value (not n/a), reported as the share unjudged_valued / unjudged.
 """
 
 from __future__ import annotations
@@ -40,9 +49,15 @@ class Counts:
     NV: int = 0
     VN: int = 0
     NN: int = 0
+    unjudged: int = 0  # (product, attribute) pairs of the schema without gold
+    unjudged_valued: int = 0  # ... of them given a value (not n/a)
 
     def add(self, kind: str) -> None:
         setattr(self, kind, getattr(self, kind) + 1)
+
+    def add_unjudged(self, pred: str | None) -> None:
+        self.unjudged += 1
+        self.unjudged_valued += not is_na(pred)
 
     @property
     def precision(self) -> float:
@@ -63,12 +78,39 @@ class Counts:
     def pairs(self) -> int:
         return self.VC + self.VW + self.NV + self.VN + self.NN
 
+    @property
+    def gold_na(self) -> int:
+        """Judged pairs whose gold is n/a."""
+        return self.NV + self.NN
+
+    @property
+    def na_accuracy(self) -> float | None:
+        """NN / (NN + NV): share of the gold-n/a pairs predicted n/a; None without gold n/a."""
+        return self.NN / self.gold_na if self.gold_na else None
+
+    @property
+    def na_precision(self) -> float | None:
+        """NN / (NN + VN): share of the judged n/a predictions whose gold is n/a; None without any."""
+        d = self.NN + self.VN
+        return self.NN / d if d else None
+
+    @property
+    def unjudged_value_share(self) -> float | None:
+        """unjudged_valued / unjudged; None without unjudged pairs."""
+        return self.unjudged_valued / self.unjudged if self.unjudged else None
+
     def to_dict(self) -> dict:
         return {
             **{k: getattr(self, k) for k in OUTCOMES},
             "precision": self.precision,
             "recall": self.recall,
             "f1": self.f1,
+            "gold_na": self.gold_na,
+            "na_accuracy": self.na_accuracy,
+            "na_precision": self.na_precision,
+            "unjudged": self.unjudged,
+            "unjudged_valued": self.unjudged_valued,
+            "unjudged_value_share": self.unjudged_value_share,
         }
 
 
@@ -85,6 +127,15 @@ class Report:
         self.per_category.setdefault(category, Counts()).add(kind)
         return kind
 
+    def add_unjudged(self, category: str, attribute: str, pred: str | None) -> None:
+        """A schema attribute the record does not judge (no gold): counted apart, not in P/R/F1."""
+        for counts in (
+            self.micro,
+            self.per_attribute.setdefault(attribute, Counts()),
+            self.per_category.setdefault(category, Counts()),
+        ):
+            counts.add_unjudged(pred)
+
     def to_dict(self) -> dict:
         return {
             "micro": self.micro.to_dict(),
@@ -93,9 +144,13 @@ class Report:
         }
 
 
-def evaluate(pairs: Iterable[tuple[str, str, str | None, Iterable[str]]]) -> Report:
-    """pairs: (category, attribute, prediction, gold forms), one per (product, attribute) with gold."""
+def evaluate(pairs: Iterable[tuple[str, str, str | None, Iterable[str] | None]]) -> Report:
+    """pairs: (category, attribute, prediction, gold forms), one per (product, attribute); gold None
+    marks an unjudged pair (a schema attribute the record does not list)."""
     report = Report()
     for category, attribute, pred, gold in pairs:
-        report.add(category, attribute, pred, gold)
+        if gold is None:
+            report.add_unjudged(category, attribute, pred)
+        else:
+            report.add(category, attribute, pred, gold)
     return report

@@ -62,8 +62,13 @@ def load_dir(model_dir: pathlib.Path, device: str, dtype: torch.dtype, attn: str
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # no per-load progress bars in worker logs and CLI tables
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, attn_implementation=attn)
+    from .base_model import is_adapter, merged_model
+
+    if is_adapter(model_dir):  # a LoRA artifact or training checkpoint: merged into the base here
+        model, tok = merged_model(model_dir, dtype=dtype, attn=attn)
+    else:
+        tok = AutoTokenizer.from_pretrained(model_dir)
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, attn_implementation=attn)
     model.to(device).eval()
     return Loaded(model, tok, model_dir.name, revision_of(model_dir))
 

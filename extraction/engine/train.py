@@ -563,9 +563,13 @@ def training_hidden(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     dtype = next(model.parameters()).dtype
     b = {k: batch[k].to(device) for k in ("input_ids", "position_ids", "doc_ids", "slot_ids")}
     mask = hpd_mask(b["position_ids"], b["doc_ids"], b["slot_ids"], dtype)
-    return model.base_model(
-        input_ids=b["input_ids"], position_ids=b["position_ids"], attention_mask=mask, use_cache=False
-    ).last_hidden_state
+    return (
+        causal_lm(model)
+        .base_model(
+            input_ids=b["input_ids"], position_ids=b["position_ids"], attention_mask=mask, use_cache=False
+        )
+        .last_hidden_state
+    )
 
 
 def training_logits(
@@ -585,8 +589,36 @@ def training_logits(
         hidden, labels = hidden[sel], labels[sel]
     else:
         hidden, labels = hidden.reshape(-1, hidden.shape[-1]), labels.reshape(-1)
-    logits = model.get_output_embeddings()(hidden).float()
+    logits = causal_lm(model).get_output_embeddings()(hidden).float()
     return logits, labels
+
+
+def causal_lm(model):
+    """The causal LM under a peft wrapper (its LoRA layers sit inside it), or the model itself."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def with_lora(model, new_ids: list[int], rank: int, first_layer: int = 0):
+    """Wrap model in a peft LoRA adapter of this rank on every linear layer of the decoder layers
+    from first_layer up. new_ids (tokens added to the base's vocabulary: ``<|eov|>``) are trained
+    as rows of the tied embedding (peft's trainable tokens), so the artifact holds those rows and
+    not the whole matrix."""
+    from peft import LoraConfig, get_peft_model
+
+    layers = list(range(first_layer, model.config.num_hidden_layers))
+    config = LoraConfig(
+        r=rank,
+        lora_alpha=2 * rank,
+        lora_dropout=0.0,
+        target_modules=list(LORA_TARGETS),
+        layers_to_transform=layers,
+        trainable_token_indices={"embed_tokens": new_ids} if new_ids else None,
+        ensure_weight_tying=True,  # one trained row serves the tied input and output embedding
+    )
+    return get_peft_model(model, config)
 
 
 def new_model(tokenizer, size: str, seed: int, max_positions: int = 4096):
@@ -614,6 +646,7 @@ def load_base(base: str, device: str, add_value_end: bool = True):
     HPD slot 0 and AR value 0, which see the same context, are trained on the same target."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from .base_model import resize_embeddings
     from .layout import VALUE_END
     from .modeling import check_servable
 
@@ -627,7 +660,7 @@ def load_base(base: str, device: str, add_value_end: bool = True):
     check_servable(model.config, span=4096)
     if add_value_end and VALUE_END not in tokenizer.get_vocab():
         tokenizer.add_special_tokens({"additional_special_tokens": [VALUE_END]})
-        model.resize_token_embeddings(len(tokenizer))
+        resize_embeddings(model, len(tokenizer))
         log.info("added %s to the tokenizer (id %d)", VALUE_END, tokenizer.convert_tokens_to_ids(VALUE_END))
     return model, tokenizer
 
@@ -802,6 +835,17 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--lr", type=float, default=None, help="peak learning rate (default 2e-3 scratch, 5e-5 --base)"
     )
+    p.add_argument(
+        "--lora",
+        type=int,
+        default=0,
+        metavar="R",
+        help="--base: train a LoRA adapter of rank R (peft) instead of every weight; --out then holds "
+        "the adapter, which `base_model` merges into the base",
+    )
+    p.add_argument(
+        "--lora-from", type=int, default=0, metavar="L", help="--lora: adapt decoder layers L and up only"
+    )
     p.add_argument("--batch-tokens", type=int, default=TrainConfig.batch_tokens)
     p.add_argument("--row-tokens", type=int, default=RowConfig.row_tokens)
     p.add_argument("--formats", default="hpd,ar", help="hpd,ar (default), hpd or ar")
@@ -904,8 +948,13 @@ def run_train(args) -> int:
         {k: len(v) for k, v in corpus.dev.items()},
     )
     if args.base:
+        from transformers import AutoTokenizer
+
+        base_vocab = len(AutoTokenizer.from_pretrained(args.base))
         model, tokenizer = load_base(args.base, args.device, add_value_end=not args.keep_vocab)
         lr = args.lr or 5e-5
+        if args.lora:
+            model = with_lora(model, list(range(base_vocab, len(tokenizer))), args.lora, args.lora_from)
     else:
         from .tokenizer_train import build_tokenizer
 
@@ -914,7 +963,10 @@ def run_train(args) -> int:
         lr = args.lr or 2e-3
     model.to(args.device)
     n_params = sum(p.numel() for p in model.parameters())
-    log.info("model: %s, %.2fM parameters", type(model).__name__, n_params / 1e6)
+    n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    log.info(
+        "model: %s, %.2fM parameters, %.2fM trained", type(model).__name__, n_params / 1e6, n_trainable / 1e6
+    )
     formats = {f.strip() for f in args.formats.split(",") if f.strip()}
     p_hpd = 1.0 if formats == {"hpd"} else 0.0 if formats == {"ar"} else 0.5
     keep = {}
@@ -941,7 +993,11 @@ def run_train(args) -> int:
     budgets = model_settings(corpus, tokenizer)
 
     def save(step: int) -> None:
-        model.save_pretrained(str(out), safe_serialization=True)
+        if hasattr(model, "peft_config"):
+            # the adapter alone: the embedding rows it adds are trained tokens, saved as deltas
+            model.save_pretrained(str(out), safe_serialization=True, save_embedding_layers=False)
+        else:
+            model.save_pretrained(str(out), safe_serialization=True)
         tokenizer.save_pretrained(str(out))
         (out / "slotwise.json").write_text(json.dumps(budgets, indent=1, ensure_ascii=False) + "\n")
         log.info("checkpoint at step %d saved to %s", step, out)
@@ -975,6 +1031,8 @@ def run_train(args) -> int:
         "base": args.base,
         "size": None if args.base else args.size,
         "parameters": n_params,
+        "trained_parameters": n_trainable,
+        "lora": {"rank": args.lora, "from_layer": args.lora_from} if args.lora else None,
         "formats": sorted(formats),
         "augment": None if aug_cfg is None else asdict(aug_cfg),
         "rows": asdict(row_cfg),

@@ -90,7 +90,11 @@ def test_default_model_dir_reads_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("SLOTWISE_MODEL_DIR", str(tmp_path))
     assert default_model_dir() == tmp_path
     monkeypatch.delenv("SLOTWISE_MODEL_DIR")
-    assert default_model_dir().parts[-2:] == ("models", "slotwise-ave")
+    assert default_model_dir().parts[-3:] == (
+        ".data",
+        "models",
+        "slotwise-smollm2",
+    )  # what `make model` makes
 
 
 def test_evaluate_cli_writes_the_json_layout(model_dir, tmp_path, capsys):

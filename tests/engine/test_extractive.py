@@ -202,7 +202,8 @@ def forced_token(gen: list[int], schema) -> int | None:
 
 class ForceFormat(LogitsProcessor):
     """Test helper: outside values, force the AR target's keys, '"}' and eos (a random model would
-    never write them), so that the extractive processor gets values to constrain."""
+    never write them) and leave values free: the unconstrained control (ar.ExtractiveProcessor
+    forces the format itself)."""
 
     def __init__(self, schema, prompt_len):
         self.schema, self.prompt_len = schema, prompt_len
@@ -236,13 +237,13 @@ def test_ar_values_are_spans_of_their_document_or_na(tokenizer):
     ids, mask = ar.left_pad(prompts, 0, "cpu")
 
     def run(extractive: bool) -> list[list[int]]:
-        procs = [ForceFormat(schema, ids.shape[1])]
-        if extractive:
-            procs.append(ar.ExtractiveProcessor(schema, spans, ids.shape[1]))
+        # extractive: the processor alone (it forces the format); else the format forced, values free
+        procs = [ar.ExtractiveProcessor(schema, spans, ids.shape[1])] if extractive else []
+        procs = procs or [ForceFormat(schema, ids.shape[1])]
         res = model.generate(
             input_ids=ids,
             attention_mask=mask,
-            max_new_tokens=200,  # AR values have no gap: room for three whole documents
+            max_new_tokens=200,  # free values have no gap: room for three whole documents
             do_sample=False,
             eos_token_id=schema.ar_eos,
             pad_token_id=0,
@@ -255,7 +256,7 @@ def test_ar_values_are_spans_of_their_document_or_na(tokenizer):
     n_values = 0
     for toks, doc in zip(outs, spans, strict=True):
         vals = ar_values(toks, schema)
-        assert len(vals) == len(schema.key_ids)  # the keys were forced
+        assert len(vals) == len(schema.key_ids)  # the processor forced the keys
         for v in vals:
             assert v == schema.na_ids or is_span(tokenizer, v, doc), (v, doc.data)
             n_values += 1
@@ -303,10 +304,10 @@ def test_word_end_attributes_end_on_a_word_in_hpd_and_ar(tokenizer):
             free_ids = row_free[(j, n)].ids
             mid_word += free_ids != schema.na_ids and not ends_a_word(tokenizer, free_ids, doc)
     assert mid_word > 0  # without the flag the random model does stop inside words
-    # AR-JSON (format forced, as above): the processor reads the same flags
+    # AR-JSON: the processor reads the same flags (and, like HPD, cuts a value at its gap)
     prompts = [layout.build_ar_prompt(flagged, d) for d in docs]
     ids, mask = ar.left_pad(prompts, 0, "cpu")
-    procs = [ForceFormat(flagged, ids.shape[1]), ar.ExtractiveProcessor(flagged, spans, ids.shape[1])]
+    proc = ar.ExtractiveProcessor(flagged, spans, ids.shape[1])
     res = model.generate(
         input_ids=ids,
         attention_mask=mask,
@@ -314,12 +315,15 @@ def test_word_end_attributes_end_on_a_word_in_hpd_and_ar(tokenizer):
         do_sample=False,
         eos_token_id=flagged.ar_eos,
         pad_token_id=0,
-        logits_processor=LogitsProcessorList(procs),
+        logits_processor=LogitsProcessorList([proc]),
     )
     checked = 0
-    for toks, doc in zip(res[:, ids.shape[1] :].tolist(), spans, strict=True):
+    for b, (toks, doc) in enumerate(zip(res[:, ids.shape[1] :].tolist(), spans, strict=True)):
         for n, v in enumerate(ar_values(toks, flagged)):
-            if n != 1 and v != schema.na_ids:
+            if v != schema.na_ids and n != 1 and not proc.truncated[b][n]:
                 assert ends_a_word(tokenizer, v, doc), tokenizer.decode(v)
                 checked += 1
+            if v != schema.na_ids and n == 2:
+                text = tokenizer.decode(v, skip_special_tokens=True).strip().encode()
+                assert doc.occurrences(text, COMPOUND), text
     assert checked > 0

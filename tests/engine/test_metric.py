@@ -52,3 +52,37 @@ def test_it_computes_micro_precision_recall_f1_by_hand():
 def test_empty_counts_are_zero_not_errors():
     assert (Counts().precision, Counts().recall, Counts().f1) == (0.0, 0.0, 0.0)
     assert Report().to_dict()["micro"]["f1"] == 0.0
+
+
+def test_it_counts_absent_and_unjudged_attributes_by_hand():
+    pairs = [
+        ("Shoes", "Color", "Red", ["n/a"]),  # NV
+        ("Shoes", "Color", "n/a", ["n/a"]),  # NN
+        ("Shoes", "Size", None, ["n/a"]),  # NN
+        ("Shoes", "Size", "n/a", ["10"]),  # VN
+        ("Shoes", "Brand", "Diesel", ["Diesel"]),  # VC
+        ("Shoes", "Gender", "Men", None),  # unjudged, valued
+        ("Shoes", "Gender", "n/a", None),  # unjudged, n/a
+        ("Coffee", "Roast", "", None),  # unjudged, n/a (empty)
+    ]
+    r = evaluate(pairs)
+    m = r.micro
+    assert (m.VC, m.VW, m.NV, m.VN, m.NN) == (1, 0, 1, 1, 2)
+    assert m.gold_na == 3
+    assert m.na_accuracy == pytest.approx(2 / 3)  # NN / (NN + NV)
+    assert m.na_precision == pytest.approx(2 / 3)  # NN / (NN + VN)
+    assert (m.unjudged, m.unjudged_valued) == (3, 1)
+    assert m.unjudged_value_share == pytest.approx(1 / 3)
+    # unjudged pairs stay out of P / R / F1
+    assert m.pairs == 5 and m.precision == pytest.approx(1 / 2) and m.recall == pytest.approx(1 / 2)
+    assert r.per_attribute["Gender"].unjudged == 2 and r.per_attribute["Gender"].pairs == 0
+    assert r.per_category["Coffee"].unjudged_value_share == 0.0
+    assert r.per_attribute["Color"].na_accuracy == pytest.approx(1 / 2)
+    d = r.to_dict()["micro"]
+    assert d["NV"] == 1 and d["gold_na"] == 3 and d["unjudged_valued"] == 1
+
+
+def test_na_figures_are_none_without_their_pairs():
+    m = evaluate([("Shoes", "Brand", "Diesel", ["Diesel"])]).micro
+    assert m.gold_na == 0 and m.na_accuracy is None and m.na_precision is None
+    assert m.unjudged == 0 and m.unjudged_value_share is None

