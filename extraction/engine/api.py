@@ -126,11 +126,13 @@ class Extractor:
         attn: str = "sdpa",
         extractive: bool | None = None,
         calibrate: bool = True,
+        quantize: str | None = None,
     ):
         """extractive: every value is a substring of its document or "n/a" (hpd, fork and ar; pld
         stays unconstrained). None: as the model directory's slotwise.json says ("extractive"),
         else off (plain greedy decoding). calibrate: map confidences with slotwise.json's
-        "calibration" temperatures (False: raw confidences, what evaluate measures and fits)."""
+        "calibration" temperatures (False: raw confidences, what evaluate measures and fits).
+        quantize: "int8" for dynamic int8 quantization of the linear layers (CPU only)."""
         from . import modeling
 
         self.device = device
@@ -142,6 +144,8 @@ class Extractor:
             raise FileNotFoundError(f"no model at {path} (config.json or adapter_config.json missing)")
         else:
             loaded = modeling.random_standin(standin_texts(), device, self.torch_dtype, attn)
+        if quantize is not None:
+            modeling.quantize(loaded.model, quantize)
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
         # slotwise.json, read once: whether to decode extractively, and the boundary rules
         stored = model_settings(path) if not loaded.random_standin else {}

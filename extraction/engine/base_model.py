@@ -161,9 +161,11 @@ def adapter_base(artifact: pathlib.Path) -> pathlib.Path:
     return BASE_DIR
 
 
-def merged_model(artifact: pathlib.Path, base: pathlib.Path | None = None, dtype=None, attn: str = "sdpa"):
-    """The base with the artifact's tokenizer (embeddings resized to it) and its LoRA adapter
-    merged in: a plain model that every decoder serves as it would any other."""
+def adapted_model(
+    artifact: pathlib.Path, base: pathlib.Path | None = None, dtype=None, attn: str = "sdpa", trainable=False
+):
+    """(peft model, tokenizer): the base with the artifact's tokenizer (embeddings resized to it)
+    under its LoRA adapter; trainable: to train the same adapter further (a later stage)."""
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -175,8 +177,13 @@ def merged_model(artifact: pathlib.Path, base: pathlib.Path | None = None, dtype
     tokenizer = AutoTokenizer.from_pretrained(artifact)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype or torch.float32, attn_implementation=attn)
     resize_embeddings(model, len(tokenizer))
-    model = PeftModel.from_pretrained(model, artifact).merge_and_unload()
-    return model, tokenizer
+    return PeftModel.from_pretrained(model, artifact, is_trainable=trainable), tokenizer
+
+
+def merged_model(artifact: pathlib.Path, base: pathlib.Path | None = None, dtype=None, attn: str = "sdpa"):
+    """The adapter merged into the base: a plain model that every decoder serves as any other."""
+    model, tokenizer = adapted_model(artifact, base, dtype, attn)
+    return model.merge_and_unload(), tokenizer
 
 
 def assemble(artifact: pathlib.Path, base: pathlib.Path, out: pathlib.Path) -> pathlib.Path:

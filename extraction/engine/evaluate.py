@@ -48,6 +48,7 @@ def add_evaluate_parser(subparsers) -> None:
         "--dtype", default=None, help="float32 / bfloat16 (default: float32 on cpu, bfloat16 on cuda)"
     )
     p.add_argument("--attn", default="sdpa", help="sdpa or eager")
+    p.add_argument("--quantize", default=None, choices=["int8"], help="int8: dynamic int8 quantization (CPU)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument(
         "--sweep-limit",
@@ -393,6 +394,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         attn=args.attn,
         extractive=getattr(args, "extractive", None),
         calibrate=False,  # raw confidences: what the ECE and the fit are about
+        quantize=getattr(args, "quantize", None),
     )
     fit = getattr(args, "fit_calibration", False)
     pooled = getattr(args, "calibration_with", None) or []

@@ -73,6 +73,21 @@ def load_dir(model_dir: pathlib.Path, device: str, dtype: torch.dtype, attn: str
     return Loaded(model, tok, model_dir.name, revision_of(model_dir))
 
 
+QUANTIZATIONS = ("int8",)
+
+
+def quantize(model: torch.nn.Module, kind: str) -> None:
+    """In place: int8 dynamic quantization of every nn.Linear (weights int8, activations quantized
+    per call; CPU kernels, avx512_vnni where the CPU has it). The embedding stays float."""
+    if kind not in QUANTIZATIONS:
+        raise ValueError(f"quantize={kind!r}: expected one of {', '.join(QUANTIZATIONS)}")
+    if next(model.parameters()).device.type != "cpu":
+        raise ValueError("int8 dynamic quantization runs on the CPU only")
+    from torch.ao.quantization import quantize_dynamic
+
+    quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+
+
 # ---------------------------------------------------------------------------------- refusal
 
 

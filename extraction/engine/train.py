@@ -44,6 +44,7 @@ import torch
 
 from . import augment as aug
 from . import extractive as span
+from .base_model import adapted_model, is_adapter
 from .data import product_text
 from .layout import NA, AttributeSpec, build_hpd_layout, doc_ids, schema_prompt, terminator_id, value_ids
 from .masks import hpd_mask
@@ -947,7 +948,12 @@ def run_train(args) -> int:
         len(corpus.groups),
         {k: len(v) for k, v in corpus.dev.items()},
     )
-    if args.base:
+    if args.base and is_adapter(Path(args.base)):
+        # a later stage: the same adapter trained further over the same base (its own rank)
+        dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
+        model, tokenizer = adapted_model(Path(args.base), dtype=dtype, trainable=True)
+        lr = args.lr or 5e-5
+    elif args.base:
         from transformers import AutoTokenizer
 
         base_vocab = len(AutoTokenizer.from_pretrained(args.base))

@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+import torch
 
 from extraction.__main__ import main
 from extraction.engine.api import (
@@ -165,3 +166,15 @@ def test_auto_layout_is_measured_and_cached(extractor):
     assert stats.layout.startswith("stack=") and extractor.last_layout_costs
     assert all(cost > 0 for cost in extractor.last_layout_costs.values())
     assert len(extractor._layouts) == 1
+
+
+def test_int8_quantization_replaces_the_linear_layers_and_still_decodes(model_dir):
+    q = Extractor(model_dir, quantize="int8")
+    from torch.ao.nn.quantized.dynamic import Linear as Int8Linear
+
+    linears = [m for m in q.model.modules() if isinstance(m, (torch.nn.Linear, Int8Linear))]
+    assert linears and all(isinstance(m, Int8Linear) for m in linears)
+    results, _ = q.extract(DOCS, SPECS)
+    assert len(results) == len(DOCS) and all(set(r) == {"Brand", "Color"} for r in results)
+    with pytest.raises(ValueError, match="expected one of int8"):
+        Extractor(model_dir, quantize="int4")

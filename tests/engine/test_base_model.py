@@ -65,6 +65,12 @@ def base_dir(tmp_path):
     return path
 
 
+def toy_data(tmp_path) -> list[str]:
+    if not (tmp_path / "toy-oa").exists():
+        write_toy_data(tmp_path)
+    return [str(tmp_path / "toy-oa"), str(tmp_path / "toy-wdc")]
+
+
 def lora_train(tmp_path, base, *extra: str):
     parser = argparse.ArgumentParser()
     add_train_parser(parser.add_subparsers(dest="cmd"))
@@ -72,7 +78,7 @@ def lora_train(tmp_path, base, *extra: str):
     args = parser.parse_args(
         [
             "train",
-            *["--data", *write_toy_data(tmp_path), "--out", str(out), "--base", str(base)],
+            *["--data", *toy_data(tmp_path), "--out", str(out), "--base", str(base)],
             *["--lora", "4", "--lr", "1e-2", "--steps", "3", "--batch-tokens", "600", "--row-tokens", "300"],
             *["--threads", "1", "--splits-dir", str(tmp_path / "splits"), *extra],
         ]
@@ -257,3 +263,39 @@ def test_gguf_converts_once_into_a_plain_model_with_the_same_outputs(tmp_path, b
     first = (out / "model.safetensors").stat().st_mtime_ns
     base_model.convert_gguf(path, out, digest)
     assert (out / "model.safetensors").stat().st_mtime_ns == first  # a second run reuses it
+
+
+def test_a_later_stage_trains_the_same_adapter_further(tmp_path, base_dir):
+    from safetensors.torch import load_file
+
+    first = lora_train(tmp_path, base_dir)
+    before = load_file(first / "adapter_model.safetensors")
+    parser = argparse.ArgumentParser()
+    add_train_parser(parser.add_subparsers(dest="cmd"))
+    second = tmp_path / "stage2"
+    args = parser.parse_args(
+        [
+            "train",
+            *["--data", *toy_data(tmp_path), "--out", str(second), "--base", str(first)],
+            *[
+                "--lr",
+                "1e-2",
+                "--steps",
+                "2",
+                "--batch-tokens",
+                "600",
+                "--row-tokens",
+                "300",
+                "--threads",
+                "1",
+            ],
+            *["--splits-dir", str(tmp_path / "splits")],
+        ]
+    )
+    assert run_train(args) == 0
+    after = load_file(second / "adapter_model.safetensors")
+    assert set(after) == set(before)  # the same adapter (rank, modules, trained row), not a new one
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    assert base_model.adapter_base(second) == base_model.adapter_base(first)  # still over the base
+    merged, tok = base_model.merged_model(second)
+    assert merged.get_input_embeddings().weight.shape[0] == len(tok)
