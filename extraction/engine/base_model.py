@@ -227,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=pathlib.Path, default=MODEL_DIR)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # one line per step in make's output, not a bar per tensor
     try:
         prepare(args.artifact, args.base, args.out)
     except BaseModelError as exc:
