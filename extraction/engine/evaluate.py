@@ -66,6 +66,12 @@ def add_evaluate_parser(subparsers) -> None:
     )
     p.add_argument("--json", default=None, help="write the results here")
     p.add_argument(
+        "--predictions",
+        default=None,
+        metavar="JSONL",
+        help="write every product's gold and predicted values (best settings of each decoder) here",
+    )
+    p.add_argument(
         "--fit-calibration",
         action="store_true",
         help="fit one confidence temperature per decoder on every evaluated product and write it to "
@@ -140,6 +146,7 @@ class Run:
     report: Report | None = None
     # (product index, raw confidence, correct) of every value (non-n/a prediction) on a judged pair
     points: list[tuple[int, float, bool]] = field(default_factory=list)
+    predictions: list[dict] = field(default_factory=list)  # per product: attribute -> ValueResult
 
     def products_per_second(self, n: int) -> float:
         return n / self.seconds if self.seconds else 0.0
@@ -181,6 +188,7 @@ def run_once(ex: Extractor, decoder: str, setting: dict, products, grouped, devi
                 preds[i] = r
                 run.longest_value = max([run.longest_value] + [v.steps - 1 for v in r.values()])
     run.peak_memory_mb = mem.peak
+    run.predictions = preds
     run.report, run.points = score(
         products, preds, {cat: [a.name for a in g[2]] for cat, g in grouped.items()}
     )
@@ -378,6 +386,16 @@ def write_calibration(model_dir, best: dict[str, Run], n: int, data: str, earlie
     write(f"calibration written to {path}: {temps}; data {', '.join(block['data'])}")
 
 
+def write_predictions(path: str, products, best: dict[str, Run]) -> None:
+    """One JSON line per product: key, category, gold forms, and per decoder value + confidence."""
+    with open(path, "w", encoding="utf-8") as f:
+        for i, p in enumerate(products):
+            line = {"key": p.key, "category": p.category, "gold": p.gold}
+            for d, run in best.items():
+                line[d] = {a: [v.text, round(v.confidence, 4)] for a, v in run.predictions[i].items()}
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.threads:
@@ -520,6 +538,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     quality_table(results, ex.temperatures)
     if fit:
         write_calibration(model_dir, best, n, args.data, earlier, extractive)
+    if args.predictions:
+        write_predictions(args.predictions, products, best)
     if args.json:
         out = {
             "model": ex.model_name,

@@ -145,8 +145,21 @@ def test_evaluate_reports_na_and_calibration_and_fits_into_slotwise_json(model_d
     out = tmp_path / "out.json"
     args = ["evaluate", "--data", str(data), "--model", str(target), "--decoders", "hpd,ar"]
     args += ["--stack", "1", "--batch", "2", "--threads", "1", "--json", str(out)]
-    assert main(args) == 0
+    assert main([*args, "--predictions", str(tmp_path / "pred.jsonl")]) == 0
     res = json.loads(out.read_text())
+    lines = [json.loads(x) for x in (tmp_path / "pred.jsonl").read_text().splitlines()]
+    assert [x["gold"] for x in lines] == [
+        {"Brand": ["Diesel"], "Color": ["n/a"]},
+        {"Brand": ["n/a"]},
+        {"Brand": ["Fender"]},
+    ]
+    assert set(lines[1]["hpd"]) == {"Brand", "Color"} and set(lines[2]["ar"]) == {
+        "Brand"
+    }  # the category schema
+    for x in lines:
+        for d in ("hpd", "ar"):
+            text, conf = x[d]["Brand"]
+            assert isinstance(text, str) and 0.0 <= conf <= 1.0
     for d in ("hpd", "ar"):
         sm = res["decoders"][d]
         assert sm["gold_na"] == 2 and 0 <= sm["NV"] <= 2 and sm["unjudged"] == 1
