@@ -178,3 +178,17 @@ def test_int8_quantization_replaces_the_linear_layers_and_still_decodes(model_di
     assert len(results) == len(DOCS) and all(set(r) == {"Brand", "Color"} for r in results)
     with pytest.raises(ValueError, match="expected one of int8"):
         Extractor(model_dir, quantize="int4")
+
+
+def test_a_model_may_ask_for_bfloat16_on_the_cpu_and_an_explicit_dtype_wins(model_dir, tmp_path):
+    import shutil
+
+    target = tmp_path / "bf16"
+    shutil.copytree(model_dir, target)
+    assert Extractor(target).model.dtype == torch.float32  # no setting: float32 on the CPU
+    (target / "slotwise.json").write_text(json.dumps({"cpu_dtype": "bfloat16"}))
+    ex = Extractor(target)
+    assert ex.model.dtype == torch.bfloat16
+    results, _ = ex.extract(DOCS, SPECS)
+    assert all(set(r) == {"Brand", "Color"} for r in results)
+    assert Extractor(target, dtype="float32").model.dtype == torch.float32
