@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from extraction.engine.base_model import is_adapter
 from slotwise.env import env_int, env_list
 
 # How long a lease on a batch lasts; the worker renews it every third of this while it decodes, so a
@@ -56,7 +57,8 @@ def model_choices() -> list[tuple[str, str]]:
 
 
 def has_model(path: Path) -> bool:
-    return (path / "config.json").is_file() or (path / "adapter_config.json").is_file()
+    """A full model directory or a LoRA artifact (the engine merges it at load)."""
+    return (path / "config.json").is_file() or is_adapter(path)
 
 
 def model_label(path: Path) -> str:

@@ -138,9 +138,11 @@ class Extractor:
 
         self.device = device
         path = pathlib.Path(model_dir) if model_dir is not None else default_model_dir()
+        # slotwise.json, read once: the CPU dtype, extractive decoding, calibration, boundary rules
+        settings_file = model_settings(path)
         if dtype is None and str(device) == "cpu":
             # a model may ask for bfloat16 on the CPU where that was measured faster at equal F1
-            dtype = model_settings(path).get("cpu_dtype")
+            dtype = settings_file.get("cpu_dtype")
         self.torch_dtype = modeling.default_dtype(device, dtype)
         if (path / "config.json").is_file() or is_adapter(path):
             loaded = modeling.load_dir(path, device, self.torch_dtype, attn)
@@ -151,8 +153,8 @@ class Extractor:
         if quantize is not None:
             modeling.quantize(loaded.model, quantize)
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
-        # slotwise.json, read once: whether to decode extractively, and the boundary rules
-        stored = model_settings(path) if not loaded.random_standin else {}
+        # what it says of decoding: extractive or not, the boundary rules
+        stored = settings_file if not loaded.random_standin else {}
         if extractive is None:
             extractive = bool(stored.get("extractive", False))
         self.extractive: bool = extractive

@@ -96,3 +96,12 @@ def reference_decode(model, schema: layout.SchemaPrompt, doc: list[int], n: int)
         )
         tok, _ = modeling.greedy(modeling.logprobs(model, hidden[:, -1]))
     raise AssertionError("unreachable")
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, tokenizer):
+    """A tiny random Llama saved with its tokenizer, as a model directory."""
+    path = tmp_path_factory.mktemp("tiny-llama")
+    tiny_model("llama", tokenizer).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

@@ -18,7 +18,7 @@ from extraction.engine.api import (
     default_model_dir,
 )
 
-from .conftest import TEXTS, tiny_model
+from .conftest import TEXTS
 
 DOCS = [
     Document("sku-long", TEXTS[1] + " extra words for length"),
@@ -27,14 +27,6 @@ DOCS = [
     Document("sku-c", TEXTS[3]),
 ]
 SPECS = [AttributeSpec("Brand", max_tokens=4), AttributeSpec("Color", "main colour", 3)]
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tokenizer):
-    path = tmp_path_factory.mktemp("tiny-llama")
-    tiny_model("llama", tokenizer).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -71,20 +71,24 @@ def toy_data(tmp_path) -> list[str]:
     return [str(tmp_path / "toy-oa"), str(tmp_path / "toy-wdc")]
 
 
-def lora_train(tmp_path, base, *extra: str):
+def train(tmp_path, base, out, *extra: str):
+    """run_train on the toy data over base, tiny batches, one thread."""
     parser = argparse.ArgumentParser()
     add_train_parser(parser.add_subparsers(dest="cmd"))
-    out = tmp_path / "adapter"
     args = parser.parse_args(
         [
             "train",
             *["--data", *toy_data(tmp_path), "--out", str(out), "--base", str(base)],
-            *["--lora", "4", "--lr", "1e-2", "--steps", "3", "--batch-tokens", "600", "--row-tokens", "300"],
-            *["--threads", "1", "--splits-dir", str(tmp_path / "splits"), *extra],
+            *["--batch-tokens", "600", "--row-tokens", "300", "--threads", "1"],
+            *["--splits-dir", str(tmp_path / "splits"), *extra],
         ]
     )
     assert run_train(args) == 0
     return out
+
+
+def lora_train(tmp_path, base, *extra: str):
+    return train(tmp_path, base, tmp_path / "adapter", "--lora", "4", "--lr", "1e-2", "--steps", "3", *extra)
 
 
 def logits_of(model, tokenizer, text: str = DOCS[0]) -> torch.Tensor:
@@ -270,29 +274,7 @@ def test_a_later_stage_trains_the_same_adapter_further(tmp_path, base_dir):
 
     first = lora_train(tmp_path, base_dir)
     before = load_file(first / "adapter_model.safetensors")
-    parser = argparse.ArgumentParser()
-    add_train_parser(parser.add_subparsers(dest="cmd"))
-    second = tmp_path / "stage2"
-    args = parser.parse_args(
-        [
-            "train",
-            *["--data", *toy_data(tmp_path), "--out", str(second), "--base", str(first)],
-            *[
-                "--lr",
-                "1e-2",
-                "--steps",
-                "2",
-                "--batch-tokens",
-                "600",
-                "--row-tokens",
-                "300",
-                "--threads",
-                "1",
-            ],
-            *["--splits-dir", str(tmp_path / "splits")],
-        ]
-    )
-    assert run_train(args) == 0
+    second = train(tmp_path, first, tmp_path / "stage2", "--lr", "1e-2", "--steps", "2")
     after = load_file(second / "adapter_model.safetensors")
     assert set(after) == set(before)  # the same adapter (rank, modules, trained row), not a new one
     assert any(not torch.equal(before[k], after[k]) for k in before)

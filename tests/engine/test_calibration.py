@@ -13,7 +13,7 @@ from extraction.__main__ import main
 from extraction.engine import calibration
 from extraction.engine.api import AttributeSpec, Document, Extractor, calibration_temperatures
 
-from .conftest import TEXTS, tiny_model
+from .conftest import TEXTS
 
 
 def test_ece_by_hand():
@@ -85,14 +85,6 @@ def test_calibration_block_reading():
     assert calibration_temperatures({"hpd": 2.0, "fork": 1.2}, False)["fork"] == 1.2
     assert calibration_temperatures({"hpd": 2.0, "extractive": True}, False) == {}  # other decoding mode
     assert calibration_temperatures({"hpd": -1, "ar": "x", "pld": True, "products": 10}, True) == {}
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, tokenizer):
-    path = tmp_path_factory.mktemp("tiny-llama-cal")
-    tiny_model("llama", tokenizer).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
 
 
 DOCS = [Document("a", TEXTS[0]), Document("b", TEXTS[2])]
