@@ -22,6 +22,8 @@ DATASETS = ("oa-mine", "ae-110k", "wdc-pave")
 WDC_DEV_FRACTION = 0.2
 WDC_DEV_SEED = 20260
 SPLITS_DIR = Path(__file__).resolve().parents[2] / "models" / "slotwise-ave" / "splits"
+# the public AVE data beside the checkout (../shared/data/ave), as the brief lays it out
+DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "ave"
 
 
 def document_key(record: dict) -> str:

@@ -48,12 +48,11 @@ from .base_model import adapted_model, is_adapter
 from .data import product_text
 from .layout import NA, AttributeSpec, build_hpd_layout, doc_ids, schema_prompt, terminator_id, value_ids
 from .masks import hpd_mask
-from .splits import SPLITS_DIR, load_split, resolve_data_dirs
+from .splits import DEFAULT_DATA, SPLITS_DIR, load_split, resolve_data_dirs
 from .tokenizer_train import DEFAULT_VOCAB_SIZE
 
 log = logging.getLogger("extraction.train")
 
-DEFAULT_DATA = str(Path(__file__).resolve().parents[3] / "shared" / "data" / "ave")
 DEFAULT_OUT = str(Path(__file__).resolve().parents[2] / "models" / "slotwise-ave")
 IGNORE = -100
 EXTRACTIVE_SHARE = 0.95  # values verbatim in their document from which a model decodes extractively
@@ -812,7 +811,7 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--data",
         nargs="+",
-        default=[DEFAULT_DATA],
+        default=[str(DEFAULT_DATA)],
         help="AVE root or data set folders with train.jsonl (default: shared/data/ave)",
     )
     p.add_argument("--out", default=DEFAULT_OUT, help="output model directory")

@@ -143,6 +143,31 @@ def test_evaluate_cli_writes_the_json_layout(model_dir, tmp_path, capsys):
         assert keys <= set(d)
     printed = capsys.readouterr().out
     assert "best settings" in printed and "hpd" in printed
+    assert "load average" in printed and set(res["load_average"]) == {"start", "end"}
+
+
+def test_evaluate_interleaves_the_decoders_chunk_by_chunk(model_dir, tmp_path):
+    rows = [
+        {"input": t, "category": c, "target_scores": {"Brand": {"Diesel": 1}}}
+        for t, c in zip(TEXTS, ["Shoes", "Music", "Music"], strict=False)
+    ]
+    data = tmp_path / "mini.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows))
+    out = tmp_path / "out.json"
+    args = ["evaluate", "--data", str(data), "--model", str(model_dir), "--decoders", "ar,hpd"]
+    assert (
+        main(args + ["--batch", "2", "--stack", "1", "--max-tokens", "3", "--chunk", "1", "--json", str(out)])
+        == 0
+    )
+    res = json.loads(out.read_text())
+    # one chunk per product (chunks never straddle categories), each timed for both decoders
+    assert [c["products"] for c in res["chunks"]] == [1, 1, 1]
+    assert all(set(c["seconds"]) == {"ar", "hpd"} and min(c["seconds"].values()) > 0 for c in res["chunks"])
+    ratio = res["decoders"]["ar"]["hpd_ratio"]
+    assert ratio["pairs"] == 3 and ratio["min"] <= ratio["median"] <= ratio["max"]
+    per_chunk = sorted(c["seconds"]["ar"] / c["seconds"]["hpd"] for c in res["chunks"])
+    assert ratio["median"] == pytest.approx(per_chunk[1])
+    assert "hpd_ratio" not in res["decoders"]["hpd"]
 
 
 def test_bfloat16_runs_every_decoder(model_dir):
