@@ -44,6 +44,7 @@ import torch
 
 from . import augment as aug
 from . import extractive as span
+from .allocator import limit_fragmentation
 from .base_model import adapted_model, is_adapter
 from .data import product_text
 from .layout import NA, AttributeSpec, build_hpd_layout, doc_ids, schema_prompt, terminator_id, value_ids
@@ -936,6 +937,7 @@ def phase_config(args, lr: float, steps: int, minutes: float, warmup: int) -> Tr
 def run_train(args) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     torch.set_num_threads(args.threads)
+    limit_fragmentation()  # resident memory stays flat across batches of changing shape
     random.seed(args.seed)
     torch.manual_seed(args.seed)
     out = Path(args.out)
