@@ -48,7 +48,7 @@ fmt: venv
 
 test: venv model browser services lint
 	@set -euo pipefail; \
-	if [ -z "$${DATABASE_URL:-}" ]; then eval "$$($(PY) scripts/services.py urls --redis-db 1)"; fi; \
+	if [ -z "$${DATABASE_URL:-}" ]; then urls="$$($(PY) scripts/services.py urls --redis-db 1)"; eval "$$urls"; fi; \
 	$(PY) -m pytest -q -p no:cacheprovider
 
 dev: venv model services

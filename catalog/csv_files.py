@@ -1,16 +1,19 @@
-"""Reading uploaded catalog files: whole-file checks, encoding and delimiter detection, row stream.
+"""Reading uploaded catalog files: name and size, delimiter, whole-file record checks, row stream.
 
-Everything here streams: the file is read in chunks and rows are yielded one at a time, so a
-file of any size is checked and imported in constant memory.
+The bytes (binary, encoding, control characters) are checked in catalog.csv_bytes. Everything
+streams: the file is read in chunks and rows are yielded one at a time, so a file of any size is
+checked and imported in constant memory.
 """
 
-import codecs
 import csv
 import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
+
+from catalog.csv_bytes import SNIFF_BYTES, BadFile, detect_encoding
 
 ALLOWED_SUFFIXES = {".csv", ".tsv", ".txt"}
 DELIMITERS = (",", ";", "\t")
@@ -21,27 +24,10 @@ ENCODING_NAMES = {
     "latin-1": "Latin-1",
     "cp1252": "Windows-1252",
 }
-SNIFF_BYTES = 64 * 1024
-READ_CHUNK = 1024 * 1024
-# Latin-1 puts C1 control characters at 0x80-0x9f; real Latin-1 text never has them, while
-# Windows-1252 (what "Latin-1" files from Windows usually are) puts letters and quotes there.
-C1_CONTROLS = re.compile(rb"[\x80-\x9f]")
-# C0 controls other than tab, LF, CR never occur in text.
-BINARY_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
-NUL = b"\x00"
-MAGIC_NUMBERS = {
-    b"PK\x03\x04": "an Excel workbook or a ZIP archive",
-    b"%PDF": "a PDF document",
-    b"\xd0\xcf\x11\xe0": "an old Excel (.xls) or Word file",
-    b"\x89PNG": "a PNG image",
-    b"\xff\xd8\xff": "a JPEG image",
-    b"\x1f\x8b": "a gzip archive",
-}
-csv.field_size_limit(16 * 1024 * 1024)
-
-
-class BadFile(ValueError):
-    """The file as a whole cannot be imported; the message tells the user what to do."""
+MEGABYTE = 1024 * 1024
+# The most one field may hold. The csv module refuses a longer field; we say where it is.
+FIELD_LIMIT = 16 * MEGABYTE
+csv.field_size_limit(FIELD_LIMIT)
 
 
 @dataclass(frozen=True)
@@ -66,85 +52,24 @@ def check_name(name: str) -> None:
         )
 
 
+def _megabytes(size: int) -> str:
+    return f"{size / MEGABYTE:.1f} MB"
+
+
+def _bytes(count: int) -> str:
+    return "1 byte" if count == 1 else f"{count:,} bytes"
+
+
 def check_size(size: int, limit: int) -> None:
     if size == 0:
         raise BadFile("The file is empty.")
     if size > limit:
+        # Exact bytes beside the rounded sizes: 200.04 MB must never read as "200.0 MB, the limit 200 MB".
         raise BadFile(
-            f"The file is {size / 1024 / 1024:.1f} MB; the limit is {limit / 1024 / 1024:.0f} MB. "
+            f"The file is {_megabytes(size)} ({_bytes(size)}): {_bytes(size - limit)} over the limit of "
+            f"{_megabytes(limit)} ({_bytes(limit)}). "
             "Split it into smaller files and upload them one after another."
         )
-
-
-def _check_not_binary(head: bytes) -> None:
-    for magic, what in MAGIC_NUMBERS.items():
-        if head.startswith(magic):
-            raise BadFile(f"This file is {what}, not CSV. Export it as CSV (UTF-8) and upload that.")
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise BadFile("The file is UTF-16 encoded; save it as CSV in UTF-8 (or Latin-1) and upload it again.")
-    if BINARY_BYTES.search(head):
-        raise BadFile("This is a binary file, not CSV text. Export the data as CSV and upload that.")
-    if head.lstrip(b"\xef\xbb\xbf \r\n\t").startswith((b"{", b"[")):
-        raise BadFile("This file looks like JSON, not CSV. Upload a CSV file with a header row.")
-
-
-def detect_encoding(path: Path) -> str:
-    """UTF-8 (with or without BOM) when the whole file decodes so, else Latin-1 / Windows-1252."""
-    with open(path, "rb") as f:
-        head = f.read(SNIFF_BYTES)
-    if not head.strip(b"\xef\xbb\xbf \r\n\t"):
-        raise BadFile("The file is empty.")
-    _check_not_binary(head)
-    has_bom = head.startswith(codecs.BOM_UTF8)
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    has_c1 = False
-    offset = 0
-    utf8_error = None
-    with open(path, "rb") as f:
-        while chunk := f.read(READ_CHUNK):
-            nul = chunk.find(NUL)
-            if nul >= 0:
-                raise BadFile(
-                    f"The file holds a NUL byte at byte {offset + nul}: it is binary, not CSV text."
-                )
-            has_c1 = has_c1 or C1_CONTROLS.search(chunk) is not None
-            if utf8_error is None:
-                try:
-                    decoder.decode(chunk)
-                except UnicodeDecodeError as exc:
-                    utf8_error = offset + exc.start
-            offset += len(chunk)
-        if utf8_error is None:
-            try:
-                decoder.decode(b"", final=True)
-            except UnicodeDecodeError:
-                utf8_error = offset
-    if utf8_error is None:
-        return "utf-8-sig" if has_bom else "utf-8"
-    if has_bom:
-        raise BadFile(
-            f"The file starts with a UTF-8 marker but byte {utf8_error} is not UTF-8: "
-            "it cannot be decoded. Save it again as UTF-8."
-        )
-    if not has_c1:
-        return "latin-1"
-    return _check_cp1252(path)
-
-
-def _check_cp1252(path: Path) -> str:
-    decoder = codecs.getincrementaldecoder("cp1252")()
-    offset = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(READ_CHUNK):
-            try:
-                decoder.decode(chunk)
-            except UnicodeDecodeError as exc:
-                raise BadFile(
-                    f"The file cannot be decoded: byte {offset + exc.start} (0x{chunk[exc.start]:02x}) is "
-                    "neither UTF-8 nor Latin-1 / Windows-1252. Save it again as UTF-8."
-                ) from None
-            offset += len(chunk)
-    return "cp1252"
 
 
 def _sample_lines(path: Path, encoding: str) -> list[str]:
@@ -177,27 +102,134 @@ def detect_delimiter(lines: list[str]) -> str:
     return best
 
 
+def _records(path: Path, encoding: str, delimiter: str) -> Iterator[tuple[int, int, int, list[str]]]:
+    """Yield (row, first line, last line, cells) for every record; the header is row 1.
+
+    A row is one CSV record; it spans several lines when a quoted field holds line breaks.
+    """
+    header: list[str] = []
+    with open(path, encoding=encoding, newline="") as f:
+        reader = csv.reader(f, delimiter=delimiter)
+        row, last_line = 0, 0
+        while True:
+            try:
+                cells = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                raise _unreadable(path, encoding, delimiter, header, row + 1, last_line + 1, exc) from None
+            row += 1
+            if row == 1:
+                header = cells
+            yield row, last_line + 1, reader.line_num, cells
+            last_line = reader.line_num
+
+
+def _unreadable(path, encoding, delimiter, header, row, line, exc: csv.Error) -> BadFile:
+    if "field limit" not in str(exc):
+        return BadFile(f"Row {row} (from line {line}) cannot be read as CSV: {exc}.")
+    index = _long_field_index(path, encoding, delimiter, line)
+    where = f"the field in {_column_label(header, index)}" if index is not None else "a field"
+    return BadFile(
+        f"Row {row} (from line {line}): {where} is longer than {FIELD_LIMIT // MEGABYTE} MiB "
+        f"({FIELD_LIMIT:,} characters), the most one field may hold. Shorten it and upload the file again."
+    )
+
+
+def _column_label(header: list[str], index: int) -> str:
+    """The column by its header name, or by its number when the header names none there."""
+    name = header[index].strip() if index < len(header) else ""
+    return f"column {name!r}" if name else f"column {index + 1}"
+
+
+def _long_field_index(path, encoding: str, delimiter: str, first_line: int) -> int | None:
+    """Which field of the record starting at `first_line` is longer than FIELD_LIMIT.
+
+    The csv module only says that some field is. This walks the record's quotes, delimiters and
+    line breaks as the reader does, jumping between them with a regex (a 17 MiB field takes
+    milliseconds). Only a refused file comes here.
+    """
+    stops = re.compile(f'["{re.escape(delimiter)}\r\n]')
+    index, length, quoted = 0, 0, False
+    with open(path, encoding=encoding, newline="") as f:
+        for line in islice(f, first_line - 1, None):
+            start = 0
+            for stop in stops.finditer(line):
+                length += stop.start() - start
+                start = stop.end()
+                char = stop.group()
+                if char == '"':
+                    quoted = not quoted
+                elif quoted:
+                    length += 1
+                elif char == delimiter:
+                    if length > FIELD_LIMIT:
+                        return index
+                    index, length = index + 1, 0
+                else:  # an unquoted line break ends the record
+                    return index if length > FIELD_LIMIT else None
+            length += len(line) - start
+            if length > FIELD_LIMIT:
+                return index
+    return None
+
+
+def _line_breaks(text: str) -> int:
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
+def _unclosed_quote(row: int, first_line: int, last_line: int, cells: list[str], header: list[str]):
+    """A quote left open swallows the lines after it, up to the next quote or the end of the file."""
+    index = next((i for i, cell in enumerate(cells) if _line_breaks(cell)), 0)
+    opened = first_line + sum(_line_breaks(cell) for cell in cells[:index])
+    column = _column_label(header, index) if row > 1 else f"header column {index + 1}"
+    swallowed = (
+        f"line {last_line} was" if last_line == opened + 1 else f"lines {opened + 1} to {last_line} were"
+    )
+    shape = (
+        f"the row has {len(cells)} fields; the header has {len(header)}"
+        if row > 1
+        else "no product rows are left"
+    )
+    return BadFile(
+        f"Row {row} (line {opened}): a quote opens the field in {column} and is not closed on that "
+        f"line, so {swallowed} swallowed into that one field ({shape}). "
+        "Close the quote (or remove it) and upload the file again."
+    )
+
+
 def inspect_file(path: Path, name: str) -> FileFormat:
+    """Check the whole file once: encoding, delimiter, header, every record readable, some rows.
+
+    A record that spans lines (a quoted field with line breaks) yet has the wrong number of fields
+    is a quote left open: refused here, not reported as one short row that hides the lines it ate.
+    """
     check_name(name)
     encoding = detect_encoding(path)
     delimiter = detect_delimiter(_sample_lines(path, encoding))
-    with open(path, encoding=encoding, newline="") as f:
-        header = next(csv.reader(f, delimiter=delimiter), [])
-        has_rows = any(any(cell.strip() for cell in row) for row in csv.reader(f, delimiter=delimiter))
-    header = [cell.strip() or f"Column {index + 1}" for index, cell in enumerate(header)]
+    header: list[str] = []
+    header_lines = (1, 1)
+    has_rows = False
+    for row, first_line, last_line, cells in _records(path, encoding, delimiter):
+        if row == 1:
+            header, header_lines = cells, (first_line, last_line)
+            continue
+        if last_line > first_line and len(cells) != len(header):
+            raise _unclosed_quote(row, first_line, last_line, cells, header)
+        has_rows = has_rows or any(cell.strip() for cell in cells)
+    if not has_rows and header_lines[1] > header_lines[0]:
+        raise _unclosed_quote(1, *header_lines, header, header)
     if not has_rows:
         raise BadFile("The file has a header row but no product rows.")
+    header = [cell.strip() or f"Column {index + 1}" for index, cell in enumerate(header)]
     return FileFormat(encoding=encoding, delimiter=delimiter, header=header)
 
 
 def read_rows(path: Path, file_format: FileFormat) -> Iterator[tuple[int, list[str]]]:
     """Yield (row number, cells) for every data row; the header is row 1, blank lines are skipped."""
-    with open(path, encoding=file_format.encoding, newline="") as f:
-        reader = csv.reader(f, delimiter=file_format.delimiter)
-        next(reader, None)
-        for number, cells in enumerate(reader, start=2):
-            if cells and any(cell.strip() for cell in cells):
-                yield number, cells
+    for row, _, _, cells in _records(path, file_format.encoding, file_format.delimiter):
+        if row > 1 and cells and any(cell.strip() for cell in cells):
+            yield row, cells
 
 
 def count_rows(path: Path, file_format: FileFormat) -> int:

@@ -3,6 +3,8 @@
 import json
 
 from django import forms
+from django.conf import settings
+from django.core.exceptions import NON_FIELD_ERRORS
 
 from catalog.models import Attribute, Catalog, Category
 from catalog.schemas import MAX_TOKEN_BUDGET, AttributeData
@@ -108,6 +110,27 @@ class MappingForm(forms.Form):
         )
         for index, _ in enumerate(header):
             self.fields[f"known_{index}"] = forms.CharField(max_length=100, required=False)
+
+    @classmethod
+    def max_columns(cls) -> int | None:
+        """The widest file whose mapping Django accepts: it refuses a form of more fields than
+        DATA_UPLOAD_MAX_NUMBER_FIELDS (TooManyFieldsSent), and this form posts one per column
+        besides its own fields and the CSRF token."""
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        return None if limit is None else limit - len(cls(header=[]).fields) - 1
+
+    def error_lines(self) -> list[str]:
+        """Every error, each saying which select or which column's attribute box it is about."""
+        lines = []
+        for name, errors in self.errors.items():
+            if name == NON_FIELD_ERRORS:
+                where = ""
+            elif name.startswith("known_"):
+                where = f"Attribute held by column {self.header[int(name.removeprefix('known_'))]!r}: "
+            else:
+                where = f"{self.fields[name].label}: "
+            lines.extend(where + error for error in errors)
+        return lines
 
     def known_field(self, index: int):
         return self[f"known_{index}"]

@@ -9,7 +9,8 @@ from django.conf import settings
 from django.core.files import File
 from django.db import transaction
 
-from catalog.csv_files import BadFile, check_name, check_size, inspect_file, read_rows
+from catalog.csv_files import BadFile, FileFormat, check_name, check_size, inspect_file, read_rows
+from catalog.forms import MappingForm
 from catalog.import_mapping import REQUIRED_FIELDS, Mapping
 from catalog.import_rows import CleanRow, RowChecker, RowError, load_categories
 from catalog.importer import file_format_of
@@ -33,6 +34,7 @@ def do_create_import(upload, catalog: Catalog | None, new_catalog_name: str, use
         file_format = inspect_file(path, upload.name)
     finally:
         discard_staging(upload)
+    check_columns(file_format)
     with transaction.atomic():
         if catalog is None:
             catalog, _ = Catalog.objects.get_or_create(
@@ -51,6 +53,18 @@ def do_create_import(upload, catalog: Catalog | None, new_catalog_name: str, use
         job.file.save(f"{uuid.uuid4().hex}.csv", File(upload), save=False)
         job.save()
     return job
+
+
+def check_columns(file_format: FileFormat) -> None:
+    """Refuse a file too wide to map at upload, so its import job is never left stranded."""
+    most = MappingForm.max_columns()
+    if most is not None and len(file_format.header) > most:
+        raise BadFile(
+            f"The file has {len(file_format.header):,} columns; at most {most:,} can be mapped in one "
+            f"import (the mapping form holds one field per column and Django accepts "
+            f"{settings.DATA_UPLOAD_MAX_NUMBER_FIELDS:,} fields per form). Remove the columns you do "
+            "not need, or split them over two files that both keep the SKU column, and upload again."
+        )
 
 
 def _local_path(upload) -> Path:

@@ -119,7 +119,7 @@ def write_export(
         records = _long_records(queue_filter)
         if fmt == ExportJob.Format.CSV:
             writer = csv.writer(out)
-            writer.writerow(LONG_COLUMNS)
+            writer.writerow(safe_row(LONG_COLUMNS))
             for record in records:
                 writer.writerow(safe_row(record.values()))
                 tick(1)
@@ -130,7 +130,7 @@ def write_export(
         if fmt == ExportJob.Format.CSV:
             names = attribute_names(queue_filter)
             writer = csv.writer(out)
-            writer.writerow(PRODUCT_COLUMNS + names)
+            writer.writerow(safe_row(PRODUCT_COLUMNS + names))  # attribute names are user text too
             for record in records:
                 writer.writerow(
                     safe_row(

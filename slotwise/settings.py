@@ -1,15 +1,21 @@
 """Django settings, read from the environment (see README: Configuration)."""
 
+import sys
+from datetime import timedelta
 from pathlib import Path
 
 from extraction.engine.api import default_model_dir
 from slotwise.env import env_bool, env_float, env_int, env_list, env_str, parse_database_url
+from slotwise.processes import needs_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DEBUG", default=False)
 _INSECURE_DEV_KEY = "dev-only-insecure-key-change-me-in-production-0123456789abcdef"
-SECRET_KEY = env_str("SECRET_KEY", _INSECURE_DEV_KEY if DEBUG else None)
+# Required to serve (runserver, gunicorn, celery); other manage.py commands (ab_stats, export_gold,
+# migrate ...) run without it, with an empty key that Django refuses to sign anything with.
+_SECRET_KEY_DEFAULT = _INSECURE_DEV_KEY if DEBUG else (None if needs_secret_key(sys.argv) else "")
+SECRET_KEY = env_str("SECRET_KEY", _SECRET_KEY_DEFAULT)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
@@ -20,6 +26,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "django_htmx",
     "accounts",
     "catalog",
@@ -40,6 +47,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "slotwise.request_checks.RefuseNulParametersMiddleware",  # 400 for a NUL in any parameter
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: it turns a lockout into its page
 ]
 
 ROOT_URLCONF = "slotwise.urls"
@@ -69,6 +78,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # refuses a locked-out sign-in before the password is checked
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -111,6 +124,15 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = "light"
 CELERY_TASK_ROUTES = {"workers.tasks.gpu_*": {"queue": "gpu"}}
 CELERY_TASK_ALWAYS_EAGER = False
+# Each worker also listens on a queue of its own: a starting GPU worker sends its look for waiting
+# work there, so it is that worker that looks (not one that cannot load the run's model).
+CELERY_WORKER_DIRECT = True
+# The periodic reaper (celery beat; its schedule is in workers/celery.py): how often it releases
+# expired leases and wakes runs whose work waits, how often it looks for stranded uploads, and how
+# old an import left at upload or mapping may get before it is removed with its file.
+REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 30, minimum=1)
+STRANDED_UPLOAD_SWEEP_SECONDS = env_int("STRANDED_UPLOAD_SWEEP_SECONDS", 3600, minimum=1)
+STRANDED_UPLOAD_MAX_AGE_HOURS = env_int("STRANDED_UPLOAD_MAX_AGE_HOURS", 24, minimum=1)
 
 # Extraction: the model directory the GPU workers load (by default the one `make model` assembles
 # from the pretrained base; the engine's default_model_dir is the one definition of it).
@@ -132,10 +154,29 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
 SECURE_HSTS_PRELOAD = not DEBUG
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_PROXY") else None
 
+# Sign-in throttling (django-axes, attempts kept in PostgreSQL). Failures count per username and
+# address together, so someone guessing alice's password locks out that pair only, never alice
+# herself signing in from elsewhere. A success clears the count; an admin clears a lock with
+# `manage.py axes_reset_username NAME`.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "accounts.lockout.locked_out"
+# The client's address: the socket's, or behind a proxy the one it appends to X-Forwarded-For
+# (without this every user would share the proxy's address and its lock).
+AXES_IPWARE_PROXY_COUNT = 1 if env_bool("BEHIND_PROXY") else None
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if env_bool("BEHIND_PROXY") else ("REMOTE_ADDR",)
+)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # django-axes announces itself at every start, management commands included; its warnings
+    # about failed and locked-out sign-ins come from other loggers and still show.
+    "loggers": {"axes.apps": {"level": "WARNING"}},
 }

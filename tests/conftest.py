@@ -6,8 +6,20 @@ Debian's Chromium through Playwright; worker tests start real Celery worker proc
 """
 
 import pytest
+from django.db import connections
 
 from tests.support.personas import PASSWORD, make_persona
+from tests.support.test_database import drop_leftover_test_database
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(request, django_db_modify_db_settings_parallel_suffix, django_db_blocker):
+    """pytest-django's hook that runs just before it creates the test database: drop a leftover
+    one first (unless --reuse-db asks to keep it), so each run starts from its own migrations."""
+    if request.config.getoption("reuse_db") and not request.config.getoption("create_db"):
+        return
+    with django_db_blocker.unblock():
+        drop_leftover_test_database(connections["default"])
 
 
 @pytest.fixture

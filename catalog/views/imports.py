@@ -119,14 +119,15 @@ def import_map(request, pk: int):
         return redirect("catalog:import_detail", pk=job.pk)
     form = MappingForm(request.POST or None, header=job.header, initial=_mapping_initial(job))
     status = 200
-    if request.method == "POST" and form.is_valid():
-        try:
-            do_save_mapping(job, _mapping_from(form))
-        except BadFile as exc:
-            form.add_error(None, str(exc))
-            status = 400
-        else:
-            return redirect("catalog:import_preview", pk=job.pk)
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            try:
+                do_save_mapping(job, _mapping_from(form))
+            except BadFile as exc:
+                form.add_error(None, str(exc))
+            else:
+                return redirect("catalog:import_preview", pk=job.pk)
     samples = [cells for _, cells in islice(read_rows(job.file.path, file_format_of(job)), SAMPLE_ROWS)]
     columns = [
         {

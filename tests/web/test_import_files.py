@@ -1,60 +1,14 @@
-"""Whole-file checks: every bad file gets a clear message and nothing is stored."""
+"""Whole-file handling of good files: encoding, delimiter, mapping guesses and samples.
+
+Bad files (each kind with its message, nothing stored) are in the one table of test_bad_input.py.
+"""
 
 import pytest
-from django.test import override_settings
 from django.urls import reverse
 
-from catalog.models import Catalog, ImportJob, Product
+from catalog.models import ImportJob, Product
 from catalog.schemas import AttributeData
 from tests.support.catalog import import_inline, latest_job, make_category, map_columns, upload
-
-GOOD = "sku,title,category\nA1,Acme TV 55,TV\n"
-
-
-def assert_nothing_stored():
-    assert ImportJob.objects.count() == 0
-    assert Catalog.objects.count() == 0
-    assert Product.objects.count() == 0
-
-
-@pytest.mark.parametrize(
-    ("name", "content", "message"),
-    [
-        ("products.csv", b"", "The file is empty."),
-        ("products.csv", b"\n\r\n  \n", "The file is empty."),
-        ("products.xlsx", b"PK\x03\x04....", "&#x27;products.xlsx&#x27; is not a CSV file (expected .csv, .tsv or .txt)"),
-        ("products.csv", b"PK\x03\x04\x14\x00\x06\x00", "This file is an Excel workbook or a ZIP archive, not CSV."),
-        ("products.csv", b"%PDF-1.7\n...", "This file is a PDF document, not CSV."),
-        ("products.csv", b"sku,title\n\x00\x01\x02\x03garbage", "This is a binary file, not CSV text."),
-        ("products.csv", b'[{"sku": "A1"}]', "This file looks like JSON, not CSV."),
-        ("products.csv", "sku,title\nA1,Caf\u00e9\n".encode("utf-16"), "The file is UTF-16 encoded"),
-        ("products.csv", b"\xef\xbb\xbfsku,title\nA1,caf\xe9\n", "The file starts with a UTF-8 marker but byte 19 is not UTF-8"),
-        ("products.csv", b"sku,title\nA1,bad \x81 byte\n", "byte 17 (0x81) is neither UTF-8 nor Latin-1 / Windows-1252"),
-        ("products.csv", b"just one column\nA1\n", "Missing required columns: the header has one column only"),
-        ("products.csv", b"sku,title,category\n", "The file has a header row but no product rows."),
-    ],
-)  # fmt: skip
-def test_it_refuses_a_bad_file_with_a_clear_message(client_for, alice, name, content, message):
-    response = upload(client_for(alice), content, name=name)
-    assert response.status_code == 400
-    assert message in response.content.decode()
-    assert_nothing_stored()
-
-
-@override_settings(CATALOG_UPLOAD_MAX_BYTES=100)
-def test_it_refuses_a_file_over_the_size_limit(client_for, alice):
-    response = upload(client_for(alice), GOOD + "B2," + "x" * 200 + ",TV\n")
-    assert "The file is 0.0 MB; the limit is 0 MB" in response.content.decode()
-    assert_nothing_stored()
-
-
-def test_it_refuses_a_large_file_before_reading_it(client_for, alice, settings):
-    settings.CATALOG_UPLOAD_MAX_BYTES = 3 * 1024 * 1024
-    rows = "".join(f"S{n},Product number {n} with a longer title,TV\n" for n in range(90_000))
-    response = upload(client_for(alice), "sku,title,category\n" + rows)
-    assert response.status_code == 413
-    assert "MB; the limit is 3 MB. Split it into smaller files" in response.content.decode()
-    assert_nothing_stored()
 
 
 def test_it_asks_for_the_required_columns_in_the_mapping_and_stores_no_products(client_for, alice):
@@ -129,3 +83,14 @@ def test_it_shows_the_first_values_of_each_column_on_the_mapping_page(client_for
         ("title", ["Acme TV", "Globex TV"]),
         ("category", ["TV", "TV"]),
     ]
+
+
+def test_it_keeps_line_breaks_inside_quoted_fields(client_for, alice):
+    """A quoted field over several lines is no unclosed quote when the row has the header's width."""
+    make_category("TV")
+    content = (
+        'sku,title,description,category\nA1,Acme TV,"Line one\nLine two\r\nLine three",TV\nA2,Globex,,TV\n'
+    )
+    job = import_inline(client_for(alice), content)
+    assert (job.created_count, job.skipped_count) == (2, 0)
+    assert Product.objects.get(sku="A1").description == "Line one\nLine two\r\nLine three"

@@ -85,6 +85,16 @@ def test_cells_a_spreadsheet_would_read_as_formulas_are_neutralized(client_for, 
 
 
 @pytest.mark.django_db
+def test_attribute_names_in_the_wide_header_are_neutralized_too(client_for, bob):
+    scene = make_scenario(products=1, attributes=("=SUM(1+1)", "@cmd", "Brand"))
+    approve_all(scene, bob)
+    body = export(client_for(bob), scene, "csv", "wide").content.decode()
+    header = next(csv.reader(io.StringIO(body)))
+    assert header == ["catalog", "sku", "title", "category", "'=SUM(1+1)", "'@cmd", "Brand"]
+    assert not ExportJob.objects.exists()  # an export within the request stores nothing
+
+
+@pytest.mark.django_db
 def test_it_refuses_an_unknown_format(client_for, bob):
     scene = make_scenario(products=1)
     response = export(client_for(bob), scene, "xlsx", "long")

@@ -1,6 +1,7 @@
 """Settings come from the environment; production settings pass `check --deploy` with no warning,
 and a bad value fails loudly, naming the variable."""
 
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from slotwise.env import ImproperlyConfiguredEnv, env_bool, env_float, env_int, env_str, parse_database_url
+from slotwise.processes import needs_secret_key
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION_ENV = {
@@ -49,12 +51,57 @@ def test_it_fails_loudly_without_a_secret_key_in_production():
     assert "SECRET_KEY must be set" in result.stderr
 
 
+def test_commands_that_sign_nothing_run_without_a_secret_key(tmp_path):
+    """Issue #15: `manage.py ab_stats` stopped with "SECRET_KEY must be set" outside make dev."""
+    env = {k: v for k, v in PRODUCTION_ENV.items() if k != "SECRET_KEY"}
+    votes, out = tmp_path / "votes.csv", tmp_path / "out.json"
+    votes.write_text("item,rater,left_system,right_system,vote\np1,carol,hpd,ar,left\np2,carol,ar,hpd,tie\n")
+    result = manage("ab_stats", "--votes", str(votes), "--json", str(out), **env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(out.read_text())["systems"]["hpd"]["wins"] == 1
+    # Such a command gets an empty key, which Django refuses to sign with: never a guessable one.
+    result = manage("shell", "-c", "from django.core import signing; signing.dumps(1)", **env)
+    assert result.returncode != 0
+    assert "The SECRET_KEY setting must not be empty." in result.stderr
+
+
+def test_servers_and_workers_still_refuse_to_start_without_a_secret_key():
+    env = {k: v for k, v in PRODUCTION_ENV.items() if k != "SECRET_KEY"}
+    result = manage("runserver", "127.0.0.1:18734", "--noreload", **env)
+    assert result.returncode != 0 and "SECRET_KEY must be set" in result.stderr
+    base = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+    gunicorn = subprocess.run(
+        [sys.executable, "-c", "import slotwise.wsgi"],  # what gunicorn loads
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert gunicorn.returncode != 0 and "SECRET_KEY must be set" in gunicorn.stderr
+    assert needs_secret_key(["/app/.venv/bin/celery", "-A", "workers", "worker", "-Q", "gpu"])
+    assert needs_secret_key(["/usr/lib/python3/site-packages/celery/__main__.py", "-A", "workers", "beat"])
+    assert needs_secret_key(["manage.py", "bench_run", "--products", "10"])  # it starts workers
+    assert not needs_secret_key(["manage.py", "export_gold", "--out", "gold.jsonl"])
+    assert not needs_secret_key(["/usr/local/bin/django-admin", "migrate"])
+
+
+def test_it_reads_the_sign_in_limits_from_the_environment():
+    show = "from django.conf import settings as s; print(s.AXES_FAILURE_LIMIT, s.AXES_COOLOFF_TIME)"
+    assert manage("shell", "-v0", "-c", show, **PRODUCTION_ENV).stdout.split() == ["5", "0:15:00"]
+    custom = {**PRODUCTION_ENV, "LOGIN_FAILURE_LIMIT": "8", "LOGIN_COOLOFF_MINUTES": "90"}
+    assert manage("shell", "-v0", "-c", show, **custom).stdout.split() == ["8", "1:30:00"]
+
+
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
         ("DEBUG", "maybe", "DEBUG='maybe' is not a boolean"),
         ("CATALOG_UPLOAD_MAX_MB", "lots", "CATALOG_UPLOAD_MAX_MB='lots' is not an integer"),
         ("GPU_PRICE_PER_HOUR", "cheap", "GPU_PRICE_PER_HOUR='cheap' is not a number"),
+        ("LOGIN_FAILURE_LIMIT", "0", "LOGIN_FAILURE_LIMIT='0' must be at least 1"),
+        ("LOGIN_COOLOFF_MINUTES", "soon", "LOGIN_COOLOFF_MINUTES='soon' is not an integer"),
         ("DATABASE_URL", "mysql://u@h/db", "DATABASE_URL scheme 'mysql' is not PostgreSQL"),
         ("DATABASE_URL", "postgres://u@h:5432/", "DATABASE_URL has no database name"),
     ],
