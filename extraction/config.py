@@ -20,6 +20,12 @@ DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_TASK_SECONDS = 60
 # Wake-up messages sent when a run starts: each lets one more idle worker join the run.
 DEFAULT_WAKEUPS = 4
+# A run whose model failed to load this many times (all workers together) fails; until then it
+# waits for a worker that can load it, the run page showing every failure.
+DEFAULT_MAX_LOAD_FAILURES = 3
+# A worker process that could not load a model tries it again only after this long (the reaper's
+# wake-ups bring it back), so a broken model costs one load per worker per minute, not a busy loop.
+DEFAULT_LOAD_RETRY_SECONDS = 60
 
 
 def lease_seconds() -> int:
@@ -40,6 +46,14 @@ def task_seconds() -> int:
 
 def wakeups_per_run() -> int:
     return max(1, env_int("EXTRACTION_WAKEUPS", DEFAULT_WAKEUPS))
+
+
+def max_load_failures() -> int:
+    return max(1, env_int("EXTRACTION_MAX_LOAD_FAILURES", DEFAULT_MAX_LOAD_FAILURES))
+
+
+def load_retry_seconds() -> int:
+    return max(0, env_int("EXTRACTION_LOAD_RETRY_SECONDS", DEFAULT_LOAD_RETRY_SECONDS))
 
 
 BUNDLED = ""  # Run.model_dir value meaning "the bundled model (the engine's default)"

@@ -6,13 +6,21 @@ alone too, reported failed with the error; the other products of its batch are n
 """
 
 import logging
+import time
 
+from extraction import config
 from extraction.leases import BatchTotals, ItemOutcome
 
 log = logging.getLogger(__name__)
 
 # One loaded model per worker process, keyed by (model dir, device): loading costs seconds.
 _EXTRACTORS: dict[tuple[str, str], object] = {}
+# When this process last failed to load a (model dir, device): it does not try again for a while.
+_LOAD_FAILED_AT: dict[tuple[str, str], float] = {}
+
+
+class LoadFailedRecently(RuntimeError):
+    """This process failed to load the model moments ago; another worker may serve the run."""
 
 
 class DocumentTooLong(ValueError):
@@ -20,20 +28,31 @@ class DocumentTooLong(ValueError):
 
 
 def extractor_for(model_dir: str, device: str):
-    """The process-wide Extractor for a model directory ("" = the bundled model), loaded once."""
+    """The process-wide Extractor for a model directory ("" = the bundled model), loaded once.
+
+    A failed load is remembered: the same process tries that model again only after
+    config.load_retry_seconds() (LoadFailedRecently until then), so the reaper's wake-ups do not
+    make it reload a broken model over and over while other workers could serve the run.
+    """
     key = (model_dir, device)
-    if key not in _EXTRACTORS:
-        import torch
+    if key in _EXTRACTORS:
+        return _EXTRACTORS[key]
+    failed_at = _LOAD_FAILED_AT.get(key)
+    if failed_at is not None and time.monotonic() - failed_at < config.load_retry_seconds():
+        raise LoadFailedRecently(f"model {model_dir or '(bundled)'} failed to load here moments ago")
+    import torch
 
-        from extraction.engine.api import Extractor
+    from extraction.engine.api import Extractor
 
-        log.info(
-            "loading model %s on %s (%d torch threads)",
-            model_dir or "(bundled)",
-            device,
-            torch.get_num_threads(),
-        )
+    log.info(
+        "loading model %s on %s (%d torch threads)", model_dir or "(bundled)", device, torch.get_num_threads()
+    )
+    try:
         _EXTRACTORS[key] = Extractor(model_dir=model_dir or None, device=device)
+    except Exception:
+        _LOAD_FAILED_AT[key] = time.monotonic()
+        raise
+    _LOAD_FAILED_AT.pop(key, None)
     return _EXTRACTORS[key]
 
 

@@ -11,6 +11,7 @@ Lock order is items, then the run row (record_results); leasing locks items only
 (SKIP LOCKED), and cancelling touches only queued items, so these never deadlock.
 """
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -163,6 +164,35 @@ def record_results(
         )
         _finish_if_complete(run_id, now)
     return len(ours)
+
+
+def release_expired_leases(now=None) -> int:
+    """Give back the leases of workers that died (the reaper's job); returns how many.
+
+    In an active run the item is queued again, its attempts kept so max_attempts still counts the
+    deaths; in a cancelled or failed run it is cancelled, and the run finishes when nothing else is
+    leased. Items a worker is recording right now are locked and skipped: that worker writes them.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        expired = (
+            WorkItem.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(status=WorkItem.Status.LEASED, lease_expires_at__lt=now)
+            .values_list("id", "run_id", "run__status")
+        )
+        by_run: dict[tuple[int, str], list[int]] = defaultdict(list)
+        for item_id, run_id, run_status in expired:
+            by_run[(run_id, run_status)].append(item_id)
+        released = {"lease_owner": "", "lease_expires_at": None}
+        for (run_id, run_status), item_ids in by_run.items():
+            items = WorkItem.objects.filter(id__in=item_ids)
+            if run_status in ACTIVE:
+                items.update(status=WorkItem.Status.QUEUED, **released)
+                continue
+            items.update(status=WorkItem.Status.CANCELLED, finished_at=now, **released)
+            Run.objects.select_for_update().filter(pk=run_id).first()
+            _finish_if_complete(run_id, now)
+    return sum(len(item_ids) for item_ids in by_run.values())
 
 
 def _finish_if_complete(run_id: int, now) -> None:

@@ -137,3 +137,24 @@ class ExtractedValue(models.Model):
             )
         ]
         indexes = [models.Index(fields=["run", "review_status", "confidence"])]
+
+
+class ModelLoadFailure(models.Model):
+    """A worker that could not load a run's model. The run waits for another worker (the run page
+    shows each failure) until config.max_load_failures() of them, then fails with the last error."""
+
+    run = models.ForeignKey(Run, related_name="load_failures", on_delete=models.CASCADE)
+    worker = models.CharField(max_length=200)
+    model_dir = models.CharField(max_length=500)
+    error = models.TextField()
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+
+    @property
+    def model_label(self) -> str:
+        return self.model_dir or "(bundled)"
+
+    def __str__(self):
+        return f"worker {self.worker} could not load model {self.model_label}: {self.error}"

@@ -24,7 +24,7 @@ from extraction.leases import (
     why_nothing_to_lease,
 )
 from extraction.models import Run
-from extraction.services import do_fail_run
+from extraction.services import do_record_load_failure, kick_run
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,14 @@ def process_runs(run_id: int | None, owner: str, seconds: float | None = None) -
     return None
 
 
+def hand_back_after_load_failure(run: Run, owner: str, error: str) -> None:
+    """The model is loaded before anything is leased, so this worker holds no lease of the run: its
+    items stay queued. The failure is shown on the run page and, unless that was the last failure
+    allowed (the run then fails), the wake-up is sent again so another idle worker takes the run."""
+    if do_record_load_failure(run.id, owner, run.model_dir, error):
+        kick_run(run.id)
+
+
 def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
     """Lease, decode and record batches of the run until it is over (True) or `until` (False)."""
     run = Run.objects.filter(pk=run_id).first()
@@ -82,11 +90,11 @@ def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
     device = settings.SLOTWISE_DEVICE
     try:
         extractor = decoding.extractor_for(run.model_dir, device)
-    except Exception as exc:  # noqa: BLE001 - any load failure stops this run with its reason shown
+    except decoding.LoadFailedRecently:
+        return True  # this process failed on the model moments ago: leave the run to other workers
+    except Exception as exc:  # noqa: BLE001 - any load failure is shown on the run, which waits for another worker
         log.exception("run %s: model %r could not be loaded", run_id, run.model_dir)
-        do_fail_run(
-            run_id, f"model {run.model_dir or '(bundled)'} could not be loaded: {type(exc).__name__}: {exc}"
-        )
+        hand_back_after_load_failure(run, owner, f"{type(exc).__name__}: {exc}")
         return True
     set_model(
         run_id,

@@ -16,7 +16,7 @@ from kombu.exceptions import OperationalError as BrokerError
 
 from catalog.models import Catalog, Category, Product, SchemaVersion
 from extraction import config
-from extraction.models import Run, WorkItem
+from extraction.models import ModelLoadFailure, Run, WorkItem
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +177,12 @@ def kick_if_stalled(run: Run) -> bool:
     return False
 
 
+def kick_stalled_runs() -> list[int]:
+    """The reaper's wake-up: re-send the wake-up of every active run whose work waits with no live
+    lease covering it (its messages were lost, or its worker died); returns the runs woken."""
+    return [run.id for run in Run.objects.filter(status__in=ACTIVE).order_by("id") if kick_if_stalled(run)]
+
+
 def do_cancel_run(run_id: int) -> Run | None:
     """Cancel queued work; batches already leased finish and are recorded, no new ones start."""
     with transaction.atomic():
@@ -194,18 +200,47 @@ def do_cancel_run(run_id: int) -> Run | None:
 
 
 def do_fail_run(run_id: int, error: str) -> None:
-    """Stop a run that cannot go on at all (say, its model cannot be loaded)."""
+    """Stop a run that cannot go on at all (say, no worker could load its model)."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).first()
+        if run is not None and run.status in ACTIVE:
+            _fail_locked(run, error)
+
+
+def _fail_locked(run: Run, error: str) -> None:
+    WorkItem.objects.filter(run=run, status=WorkItem.Status.QUEUED).update(
+        status=WorkItem.Status.CANCELLED, finished_at=timezone.now()
+    )
+    run.status = Run.Status.FAILED
+    run.error = error
+    run.finished_at = timezone.now()
+    run.save(update_fields=["status", "error", "finished_at"])
+
+
+def do_record_load_failure(run_id: int, worker: str, model_dir: str, error: str) -> bool:
+    """Note on the run that `worker` could not load its model; True: the run waits for another worker.
+
+    The run fails once config.max_load_failures() loads of its model failed, all workers together
+    (each worker process retries a model at most once per config.load_retry_seconds()), unless some
+    worker has loaded it for this run (run.model_name is set then) and is working on it: a run never
+    waits silently, and a model that no worker can load stops it within a few reaper rounds.
+    """
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()
         if run is None or run.status not in ACTIVE:
-            return
-        WorkItem.objects.filter(run=run, status=WorkItem.Status.QUEUED).update(
-            status=WorkItem.Status.CANCELLED, finished_at=timezone.now()
+            return False
+        failure = ModelLoadFailure.objects.create(
+            run=run, worker=worker, model_dir=model_dir, error=error[:4000]
         )
-        run.status = Run.Status.FAILED
-        run.error = error
-        run.finished_at = timezone.now()
-        run.save(update_fields=["status", "error", "finished_at"])
+        workers = list(run.load_failures.values_list("worker", flat=True))
+        if len(workers) < config.max_load_failures() or run.model_name:
+            return True
+        _fail_locked(
+            run,
+            f"model {failure.model_label} could not be loaded ({len(workers)} failed loads, by "
+            f"{', '.join(sorted(set(workers)))}): {error}",
+        )
+    return False
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.roles import ADMIN, REVIEWER, role_required
-from extraction import comparison
+from extraction import comparison, config
 from extraction.forms import RunForm
 from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.services import (
@@ -96,6 +96,7 @@ def _run_context(request, run: Run) -> dict:
         "results": results,
         "status_filter": status,
         "status_choices": WorkItem.Status.choices,
+        "max_load_failures": config.max_load_failures(),
     }
     linked = run.linked_run
     if linked is not None:
@@ -136,7 +137,8 @@ def progress_partial(request, run_id: int):
     """Polled by the run page; also re-kicks a run whose wake-up messages were lost."""
     run = get_object_or_404(Run, pk=run_id)
     kick_if_stalled(run)
-    response = render(request, "extraction/_progress.html", {"run": run, "progress": progress(run)})
+    context = {"run": run, "progress": progress(run), "max_load_failures": config.max_load_failures()}
+    response = render(request, "extraction/_progress.html", context)
     if run.status not in ACTIVE:
         response["HX-Trigger"] = "run-finished"
     return response

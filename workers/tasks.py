@@ -9,6 +9,7 @@ import os
 
 from celery import shared_task
 from celery.signals import worker_ready
+from celery.utils.nodenames import worker_direct
 from django.db import InterfaceError, OperationalError
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,39 @@ def look_for_waiting_work(sender=None, **kwargs) -> None:
         return
     log.info("looking for runs whose work waits")
     try:
-        gpu_process_run.apply_async((None,), retry=False)
+        # To this worker's own queue (CELERY_WORKER_DIRECT): another GPU worker taking the message
+        # might be one that cannot load the waiting run's model, and this one would never look.
+        gpu_process_run.apply_async((None,), retry=False, queue=worker_direct(sender.hostname))
     except Exception as exc:  # noqa: BLE001 - a broker hiccup at start-up must not stop the worker
         log.warning("could not queue the look for waiting work: %s", exc)
+
+
+# The reaper: periodic tasks that celery beat sends (schedule in workers/celery.py) to the light
+# queue. Each does one thing and returns what it did, so it can be called alone (tests, a shell).
+
+
+@shared_task(name="workers.tasks.release_expired_leases")
+def release_expired_leases() -> int:
+    """Leases whose worker died go back to their run's queue; returns how many."""
+    from extraction import leases
+
+    released = leases.release_expired_leases()
+    if released:
+        log.info("released %d expired leases", released)
+    return released
+
+
+@shared_task(name="workers.tasks.wake_waiting_runs")
+def wake_waiting_runs() -> list[int]:
+    """Re-sends the wake-up of runs whose work waits with no live lease over it; returns their ids."""
+    from extraction.services import kick_stalled_runs
+
+    return kick_stalled_runs()
+
+
+@shared_task(name="workers.tasks.remove_stranded_uploads")
+def remove_stranded_uploads() -> list[int]:
+    """Removes uploads left at mapping too long, with their files; returns the removed import ids."""
+    from workers.stranded_uploads import remove_stranded_uploads as remove
+
+    return [removed.job_id for removed in remove()]

@@ -4,9 +4,14 @@ The tests start workers exactly the way the fault drill and the benchmark do
 (extraction/worker_processes.py), only with the test settings module.
 """
 
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+from django.conf import settings
 
 from extraction import worker_processes
 
@@ -20,6 +25,31 @@ def start_worker(
     log_dir = log_path.parent if log_path else Path(tempfile.mkdtemp(prefix="slotwise-worker-"))
     worker_env = {"DJANGO_SETTINGS_MODULE": "slotwise.settings_test", **(env or {})}
     return worker_processes.start_worker(name, log_dir, env=worker_env, queues=queues)
+
+
+def start_beat(log_path: Path, env: dict | None = None) -> subprocess.Popen:
+    """A real `celery beat` (the app's own schedule), its schedule file and log beside log_path."""
+    beat_env = {
+        **os.environ,
+        "REDIS_URL": settings.REDIS_URL,
+        "DJANGO_SETTINGS_MODULE": "slotwise.settings_test",
+        **(env or {}),
+    }
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "workers", "beat", "--loglevel", "INFO",
+             "--schedule", str(log_path.with_suffix(".schedule"))],
+            cwd=settings.BASE_DIR, env=beat_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+
+
+def wait_for_log(path: Path, text: str, timeout: float = 120) -> None:
+    """Until `text` shows in the log file at `path` (say, a worker's first task ending)."""
+    wait_until(
+        lambda: path.is_file() and text in path.read_text(errors="replace"),
+        timeout=timeout,
+        what=f"{text!r} in {path.name}",
+    )
 
 
 def wait_until(predicate, timeout: float = 120, interval: float = 0.3, what: str = "condition"):

@@ -55,12 +55,14 @@ def test_compose_refuses_to_start_without_a_secret_key():
 def test_compose_file_has_every_service_with_healthchecks_and_volumes():
     spec = yaml.safe_load(COMPOSE.read_text())
     services = spec["services"]
-    assert set(services) == {"db", "redis", "web", "worker-cpu", "worker-gpu"}
+    assert set(services) == {"db", "redis", "web", "worker-cpu", "worker-gpu", "beat"}
     assert services["db"]["image"] == "postgres:16"
     assert services["redis"]["image"] == "redis:7"
     assert all("healthcheck" in service for service in services.values())
     assert "gunicorn slotwise.wsgi:application" in services["web"]["command"]
     assert "-Q gpu" in " ".join(services["worker-gpu"]["command"])
+    assert "celery -A workers beat" in " ".join(services["beat"]["command"])  # the reaper's schedule
+    assert services["beat"].get("deploy", {}).get("replicas", 1) == 1  # two beats send every task twice
     devices = services["worker-gpu"]["deploy"]["resources"]["reservations"]["devices"]
     assert devices == [{"driver": "nvidia", "count": 1, "capabilities": ["gpu"]}]
     assert set(spec["volumes"]) == {"pgdata", "redisdata", "media"}

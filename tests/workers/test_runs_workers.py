@@ -114,11 +114,14 @@ def test_it_runs_hpd_and_ar_end_to_end(workers):
 
 def test_a_run_whose_model_cannot_be_loaded_fails_with_the_reason(workers):
     catalog = make_catalog(shoes=2, coffee=0)
-    workers("w1")
+    # Retrying at once: the worker's own wake-up after each failure brings it back, three times.
+    workers("w1", EXTRACTION_LOAD_RETRY_SECONDS="0")
     run = start_run(catalog, model_dir="/nonexistent/model")
     run = wait_until(lambda: finished(run), timeout=RUN_TIMEOUT, what="the run to stop")
     assert run.status == Run.Status.FAILED
-    assert "/nonexistent/model could not be loaded" in run.error and "config.json missing" in run.error
+    assert "/nonexistent/model could not be loaded (3 failed loads, by w1@" in run.error
+    assert "config.json missing" in run.error
+    assert run.load_failures.count() == 3
     assert set(WorkItem.objects.filter(run=run).values_list("status", flat=True)) == {"cancelled"}
 
 
