@@ -136,3 +136,35 @@ def summary(confidences, correct, groups, stored: float | None = None) -> dict:
         out["stored_temperature"] = stored
         out["ece_stored"] = ece(calibrate(c, stored), y)
     return out
+
+
+CURVE_THRESHOLDS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975, 0.99)
+Z95 = 1.959964
+
+
+def wilson(right: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion right / n (95% by default); (0, 1) without points."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = right / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def precision_curve(confidences, correct, temperature: float | None, thresholds=CURVE_THRESHOLDS):
+    """[threshold, precision, values, Wilson low, high] of the values whose calibrated confidence is
+    at least each threshold (thresholds no value reaches are left out): what the review screens use
+    to propose an auto-accept threshold before reviewers have judged enough of a model's values."""
+    c = calibrate(confidences, temperature)
+    y = np.asarray(correct, dtype=bool)
+    rows = []
+    for t in thresholds:
+        chosen = c >= t
+        n = int(chosen.sum())
+        if not n:
+            continue
+        right = int(y[chosen].sum())
+        low, high = wilson(right, n)
+        rows.append([t, round(right / n, 4), n, round(low, 4), round(high, 4)])
+    return rows

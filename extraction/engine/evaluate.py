@@ -479,6 +479,7 @@ def write_calibration(model_dir, best: dict[str, Run], n: int, data: str, earlie
     conf = model_settings(model_dir)
     block: dict = {}
     points: dict[str, int] = {}
+    curves: dict[str, list] = {}
     for d, run in best.items():
         confs = [c for _, c, _ in run.points]
         correct = [y for _, _, y in run.points]
@@ -488,6 +489,7 @@ def write_calibration(model_dir, best: dict[str, Run], n: int, data: str, earlie
                 correct.append(bool(y))
         block[d] = round(calibration.fit_temperature(confs, correct), 6)
         points[d] = len(confs)
+        curves[d] = calibration.precision_curve(confs, correct, block[d])
     block.update(
         {
             "extractive": bool(extractive),
@@ -495,6 +497,9 @@ def write_calibration(model_dir, best: dict[str, Run], n: int, data: str, earlie
             "data": [data_name(data)] + [data_name(e.get("data", "?")) for e in earlier],
             "points": points,
             "fit": "sigmoid(logit(c) / T), T by NLL over values on judged pairs (correct iff VC)",
+            # per decoder: [threshold, precision, values, Wilson 95% low, high] over the same values,
+            # confidences calibrated with that T (calibration.precision_curve)
+            "precision_curve": curves,
         }
     )
     conf["calibration"] = block

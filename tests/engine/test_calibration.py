@@ -171,8 +171,24 @@ def test_evaluate_reports_na_and_calibration_and_fits_into_slotwise_json(model_d
     assert block["extractive"] is False and set(block["points"]) == {"hpd", "ar"}
     assert block["points"]["hpd"] == 2 * res["decoders"]["hpd"]["calibration"]["points"]
     assert block["hpd"] > 0 and block["ar"] > 0
+    for d in ("hpd", "ar"):  # threshold 0 takes every value (a tiny random model may give none)
+        n = block["points"][d]
+        assert [row[2] for row in block["precision_curve"][d][:1]] == ([n] if n else [])
     assert Extractor(target).temperatures["fork"] == block["hpd"]
     assert "calibration written" in capsys.readouterr().out
+
+
+def test_wilson_interval_and_the_precision_curve():
+    low, high = calibration.wilson(49, 50)  # textbook value: 0.895 - 0.996
+    assert low == pytest.approx(0.8950, abs=1e-3) and high == pytest.approx(0.9965, abs=1e-3)
+    assert calibration.wilson(0, 0) == (0.0, 1.0)
+    confs = [0.95] * 10 + [0.6] * 10
+    correct = [True] * 9 + [False] + [True] * 5 + [False] * 5
+    curve = calibration.precision_curve(confs, correct, None, thresholds=(0.0, 0.9, 0.99))
+    assert [row[:3] for row in curve] == [[0.0, 0.7, 20], [0.9, 0.9, 10]]  # none reaches 0.99
+    assert curve[1][3] < 0.9 < curve[1][4]
+    # thresholds apply to calibrated confidences: T > 1 pulls 0.95 below 0.9
+    assert [row[2] for row in calibration.precision_curve(confs, correct, 3.0, thresholds=(0.9,))] == []
 
 
 def test_fit_calibration_refuses_the_random_standin(tmp_path, monkeypatch):
