@@ -12,9 +12,19 @@ class ValueEventAdmin(admin.ModelAdmin):
 
 @admin.register(GoldValue)
 class GoldValueAdmin(admin.ModelAdmin):
-    list_display = ("product", "attribute_name", "schema", "value", "approved_by", "approved_at")
+    list_display = (
+        "product",
+        "attribute_name",
+        "schema",
+        "value",
+        "provenance",
+        "from_run",
+        "approved_by",
+        "approved_at",
+    )
+    list_filter = ("provenance",)
     search_fields = ("product__sku", "attribute_name", "value")
-    raw_id_fields = ("product", "source")
+    raw_id_fields = ("product", "source", "from_run")
 
 
 @admin.register(BulkAction, ExportJob)

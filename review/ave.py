@@ -70,7 +70,14 @@ def do_seed_gold_from_known_values(products: QuerySet, user=None) -> int:
         if schema is None or not product.known_values:
             continue
         rows += [
-            GoldValue(product=product, attribute_name=name, schema=schema, value=str(value), approved_by=user)
+            GoldValue(
+                product=product,
+                attribute_name=name,
+                schema=schema,
+                value=str(value),
+                provenance=GoldValue.Provenance.CATALOG,
+                approved_by=user,
+            )
             for name, value in product.known_values.items()
             if name in names and value not in (None, "")
         ]

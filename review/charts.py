@@ -66,3 +66,82 @@ def grouped_bars(
         y += len(series) * (BAR + 2) + GROUP_GAP
     legend = [(name, SERIES_CLASSES[s % len(SERIES_CLASSES)]) for s, (name, _) in enumerate(series)]
     return Chart(title=title, groups=groups, legend=legend, height=y + GAP)
+
+
+# The reliability diagram: confidence bins along x, the share correct up y, the diagonal is
+# perfect calibration (a bar below it: the run was surer than it was right).
+PLOT = 300
+MARGIN_LEFT = 36
+MARGIN_TOP = 14
+MARGIN_BOTTOM = 34
+
+
+@dataclass
+class Column:
+    x: float
+    y: float
+    width: float
+    height: float
+    label: str  # the bin's range, share correct and count, for the tooltip
+    count_label: str
+    count_x: float
+    count_y: float
+    tick_x: float
+    tick: str
+
+
+@dataclass
+class Reliability:
+    title: str
+    css: str
+    columns: list[Column]
+    note: str
+    run_pk: int = 0
+    plot: int = PLOT
+    left: int = MARGIN_LEFT
+    top: int = MARGIN_TOP
+    width: int = MARGIN_LEFT + PLOT + 12
+    height: int = MARGIN_TOP + PLOT + MARGIN_BOTTOM
+
+    @property
+    def bottom(self) -> int:
+        return self.top + self.plot
+
+    @property
+    def right(self) -> int:
+        return self.left + self.plot
+
+
+def reliability_diagram(title: str, bins, note: str, series: int = 0, run_pk: int = 0) -> Reliability:
+    """`bins`: objects with low, high, values and share_correct (review.quality.Bin); an empty bin
+    draws no column and its count says 0."""
+    step = PLOT / len(bins) if bins else PLOT
+    columns = []
+    for i, b in enumerate(bins):
+        share = b.share_correct or 0.0
+        height = round(PLOT * share, 1)
+        x = MARGIN_LEFT + i * step
+        columns.append(
+            Column(
+                x=round(x + 1, 1),
+                y=round(MARGIN_TOP + PLOT - height, 1),
+                width=round(step - 2, 1),
+                height=height if b.values else 0.0,
+                label=(
+                    f"confidence {b.low:.1f}-{b.high:.1f}: "
+                    + (f"{share:.0%} correct of {b.values}" if b.values else "no values")
+                ),
+                count_label=str(b.values),
+                count_y=MARGIN_TOP + PLOT + 26,
+                tick_x=round(x, 1),
+                count_x=round(x + step / 2, 1),
+                tick=f"{b.low:.1f}",
+            )
+        )
+    return Reliability(
+        title=title,
+        css=SERIES_CLASSES[series % len(SERIES_CLASSES)],
+        columns=columns,
+        note=note,
+        run_pk=run_pk,
+    )

@@ -1,9 +1,17 @@
-"""Gold values: accepted and corrected values, one per (product, attribute name, schema version)."""
+"""Gold values: one per (product, attribute name, schema version), each knowing how it was made.
+
+Reviewing a model value (accept, correct, set n/a) makes it the gold, as an acceptance or a
+correction of that value's run. A blind label (typed by a reviewer who saw no model output, see
+review/blind.py) outranks any review of a model value: only another blind label replaces it, so the
+gold that scores every run fairly is never traded for gold that one run supplied.
+"""
 
 from django.db.models import Q
 
 from extraction.models import ExtractedValue
-from review.models import GoldValue
+from review.models import GoldValue, provenance_of
+
+Provenance = GoldValue.Provenance
 
 APPROVED = (ExtractedValue.ReviewStatus.ACCEPTED, ExtractedValue.ReviewStatus.CORRECTED)
 
@@ -24,12 +32,22 @@ def sync_gold(value: ExtractedValue, user) -> None:
         "attribute_name": value.attribute.name,
         "schema_id": value.attribute.schema_id,
     }
+    gold = GoldValue.objects.filter(**key).first()
+    if gold is not None and gold.provenance == Provenance.BLIND:
+        return  # a blind label stays the gold whatever happens to the model's values
     if value.review_status in APPROVED:
+        kind, run_id = provenance_of(value.reviewed_value, value)
         GoldValue.objects.update_or_create(
-            **key, defaults={"value": value.reviewed_value, "source": value, "approved_by": user}
+            **key,
+            defaults={
+                "value": value.reviewed_value,
+                "source": value,
+                "provenance": kind,
+                "from_run_id": run_id,
+                "approved_by": user,
+            },
         )
         return
-    gold = GoldValue.objects.filter(**key).first()
     if gold is None or (gold.source_id is not None and gold.source_id != value.pk):
         return
     if gold.source_id is None:
@@ -45,9 +63,10 @@ def sync_gold(value: ExtractedValue, user) -> None:
     if other is None and known not in (None, ""):
         # The catalog knew this value before any review: it is the gold again.
         gold.value, gold.source, gold.approved_by = str(known), None, None
-        gold.save()
     elif other is None:
         gold.delete()
+        return
     else:
         gold.value, gold.source, gold.approved_by = other.reviewed_value, other, other.reviewed_by
-        gold.save()
+    gold.provenance, gold.from_run_id = provenance_of(gold.value, gold.source)
+    gold.save()

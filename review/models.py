@@ -3,7 +3,8 @@
 ExtractedValue (extraction/models.py) holds the current review state of a value; every change to
 it also writes a ValueEvent here, so the history is complete. Accepted and corrected values become
 GoldValue rows, one per (product, attribute name, schema version), which the quality dashboard
-and the `export_gold` command read.
+and the `export_gold` command read; each gold row records how it was made (typed blind, a
+correction or an acceptance of a named run's value, or the catalog's own value).
 """
 
 from django.conf import settings
@@ -47,7 +48,14 @@ class ValueEvent(models.Model):
 
 
 class GoldValue(models.Model):
-    """The approved value of an attribute for a product under one schema version."""
+    """The approved value of an attribute for a product under one schema version, and how it was
+    made: the quality dashboard scores a run only on gold that run did not supply."""
+
+    class Provenance(models.TextChoices):
+        BLIND = "blind", "Typed blind"
+        CORRECTED = "corrected", "Correction of a run's value"
+        ACCEPTED = "accepted", "Acceptance of a run's value"
+        CATALOG = "catalog", "Catalog's known value"
 
     product = models.ForeignKey(Product, related_name="gold_values", on_delete=models.CASCADE)
     attribute_name = models.CharField(max_length=100)
@@ -56,6 +64,11 @@ class GoldValue(models.Model):
     # Where it came from: the reviewed value (null when seeded from a catalog's known values).
     source = models.ForeignKey(
         ExtractedValue, null=True, blank=True, related_name="gold", on_delete=models.SET_NULL
+    )
+    provenance = models.CharField(max_length=10, choices=Provenance.choices)
+    # The run whose value was accepted or corrected: that run's F1 leaves this gold out.
+    from_run = models.ForeignKey(
+        Run, null=True, blank=True, related_name="supplied_gold", on_delete=models.SET_NULL
     )
     approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     approved_at = models.DateTimeField(auto_now=True)
@@ -66,11 +79,26 @@ class GoldValue(models.Model):
             models.UniqueConstraint(
                 fields=["product", "attribute_name", "schema"],
                 name="unique_gold_per_product_attribute_schema",
-            )
+            ),
+            models.CheckConstraint(
+                condition=models.Q(provenance__in=["accepted", "corrected"])
+                | models.Q(provenance__in=["blind", "catalog"], from_run__isnull=True),
+                name="gold_provenance_known_and_runless_when_blind_or_catalog",
+            ),
         ]
 
     def __str__(self):
-        return f"{self.product_id}/{self.attribute_name}={self.value}"
+        return f"{self.product_id}/{self.attribute_name}={self.value} ({self.provenance})"
+
+
+def provenance_of(gold_value: str, source: ExtractedValue | None) -> tuple[str, int | None]:
+    """(provenance, run) of gold taken from a reviewed model value: the run's value kept as it was
+    is an acceptance of that run's value, anything else a correction of it. Without a source value
+    the gold is the catalog's (blind labels name their provenance themselves)."""
+    if source is None:
+        return GoldValue.Provenance.CATALOG, None
+    kept = gold_value == source.value
+    return (GoldValue.Provenance.ACCEPTED if kept else GoldValue.Provenance.CORRECTED), source.run_id
 
 
 class BackgroundJob(models.Model):

@@ -1,8 +1,10 @@
-"""The quality dashboard: F1 against gold per attribute and category, speed and cost, per run."""
+"""The quality dashboard: F1 against honest gold (with its interval, the gold it rests on, and the
+calibration of the confidences) per attribute and category, speed and cost, per run."""
 
 import json
 from decimal import Decimal, InvalidOperation
 
+from django.db.models import Count
 from django.http import StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -10,26 +12,38 @@ from django.views.decorators.http import require_GET
 from extraction.models import Run
 from review import quality
 from review.ave import gold_records
-from review.charts import grouped_bars
+from review.charts import grouped_bars, reliability_diagram
 from review.models import GoldValue
 from review.views.common import bad_request, reviewers_only, settings_of
 
 MAX_PRICE = Decimal("10000")
+# The per-attribute chart shows the attributes with the most gold: a bar needs gold to mean anything,
+# and dozens of attributes with a handful of pairs each made a chart of dashes. The table has all.
+CHART_MAX_GROUPS = 12
+PRICE_FIELDS = {quality.GPU: "price", quality.CPU: "cpu_price"}
 
 
-def _price(request) -> Decimal:
-    """The GPU price per hour: from the page's field, else the user's setting, else the default."""
-    raw = (request.GET.get("price") or "").strip()
-    if raw:
-        try:
-            price = Decimal(raw)
-        except InvalidOperation:
-            raise ValueError(f"price: {raw!r} is not a number") from None
-        if not Decimal(0) <= price <= MAX_PRICE:
-            raise ValueError(f"price: {raw} is outside 0 to {MAX_PRICE} per hour")
-        return price
+def _price_field(request, field: str, fallback: Decimal) -> Decimal:
+    raw = (request.GET.get(field) or "").strip()
+    if not raw:
+        return fallback
+    try:
+        price = Decimal(raw)
+    except InvalidOperation:
+        raise ValueError(f"{field}: {raw!r} is not a number") from None
+    if not Decimal(0) <= price <= MAX_PRICE:
+        raise ValueError(f"{field}: {raw} is outside 0 to {MAX_PRICE} per hour")
+    return price
+
+
+def _prices(request) -> dict[str, Decimal]:
+    """Hourly price per device kind: from the page's fields, else (GPU) the user's saved price, else
+    the installation's settings."""
+    defaults = quality.default_prices()
     saved = settings_of(request.user).gpu_price_per_hour
-    return saved if saved is not None else quality.default_price()
+    if saved is not None:
+        defaults[quality.GPU] = saved
+    return {kind: _price_field(request, field, defaults[kind]) for kind, field in PRICE_FIELDS.items()}
 
 
 def _breakdown(columns, key: str):
@@ -38,46 +52,72 @@ def _breakdown(columns, key: str):
     return [(name, [getattr(c.report, key).get(name) for c in columns]) for name in names]
 
 
-def _charts(columns, attributes, categories, price):
-    series_name = [f"{c.run.get_decoder_display().split(' ')[0]} (run {c.run.pk})" for c in columns]
+def _best_covered(rows):
+    """The rows with the most gold pairs (the most any one run is scored on), at most
+    CHART_MAX_GROUPS, each label carrying that count; rows without gold in any column are left out."""
+    pairs = [(max((k.pairs for k in counts if k), default=0), name, counts) for name, counts in rows]
+    kept = sorted((p for p in pairs if p[0]), key=lambda p: (-p[0], p[1]))[:CHART_MAX_GROUPS]
+    return [(f"{name} ({n})", counts) for n, name, counts in kept], len(pairs) - len(kept)
 
-    def f1s(rows, i):
-        return [counts[i].f1 if counts[i] else None for _, counts in rows]
 
+def _series_names(columns) -> list[str]:
+    return [f"{c.run.get_decoder_display().split(' ')[0]} (run {c.run.pk})" for c in columns]
+
+
+def _f1_chart(title: str, rows, columns):
+    shown, hidden = _best_covered(rows)
+    if hidden:
+        title += f" (the {len(shown)} with the most gold; all in the table below)"
+    return grouped_bars(
+        title,
+        [label for label, _ in shown],
+        [
+            (name, [counts[i].f1 if counts[i] and counts[i].pairs else None for _, counts in shown])
+            for i, name in enumerate(_series_names(columns))
+        ],
+        scale=1.0,
+    )
+
+
+def _charts(columns, attributes, categories):
+    names = _series_names(columns)
     charts = [
-        grouped_bars(
-            "Micro F1 per attribute",
-            [n for n, _ in attributes],
-            [(series_name[i], f1s(attributes, i)) for i in range(len(columns))],
-            scale=1.0,
-        ),
-        grouped_bars(
-            "Micro F1 per category",
-            [n for n, _ in categories],
-            [(series_name[i], f1s(categories, i)) for i in range(len(columns))],
-            scale=1.0,
-        ),
+        _f1_chart("Micro F1 per attribute", attributes, columns),
+        _f1_chart("Micro F1 per category", categories, columns),
         grouped_bars(
             "Products per second",
             ["speed"],
-            [(series_name[i], [c.speed.products_per_second]) for i, c in enumerate(columns)],
+            [(names[i], [c.speed.products_per_second]) for i, c in enumerate(columns)],
             fmt="{:.1f}",
         ),
         grouped_bars(
-            f"Cost per 1,000 products at ${price}/h",
+            "Cost per 1,000 products, on the device each run used",
             ["cost"],
-            [(series_name[i], [c.speed.cost_per_1000]) for i, c in enumerate(columns)],
+            [(names[i], [c.speed.cost_per_1000]) for i, c in enumerate(columns)],
             fmt="${:.3f}",
         ),
     ]
     return [chart for chart in charts if chart.groups]
 
 
+def _reliability(columns):
+    return [
+        reliability_diagram(
+            f"Reliability, {name}",
+            c.calibration.bins,
+            note=f"{c.calibration.values} values",
+            series=i,
+            run_pk=c.run.pk,
+        )
+        for i, (name, c) in enumerate(zip(_series_names(columns), columns, strict=True))
+    ]
+
+
 @require_GET
 @reviewers_only
 def dashboard(request):
     try:
-        price = _price(request)
+        prices = _prices(request)
     except ValueError as exc:
         return bad_request(f"Cannot price the runs: {exc}")
     runs = Run.objects.filter(values__isnull=False).distinct().order_by("-created_at", "-id")
@@ -85,15 +125,27 @@ def dashboard(request):
     if raw_run and not raw_run.isdigit():
         return bad_request(f"run: expected a number, got {raw_run!r}")
     run = runs.filter(pk=int(raw_run)).first() if raw_run else runs.first()
-    context = {"runs": runs[:100], "run": run, "price": price, "gold_count": GoldValue.objects.count()}
+    labels = dict(GoldValue.Provenance.choices)
+    gold_kinds = [
+        (labels[row["provenance"]], row["n"])
+        for row in GoldValue.objects.values("provenance").annotate(n=Count("id")).order_by("-n")
+    ]
+    context = {
+        "runs": runs[:100],
+        "run": run,
+        "prices": prices,
+        "gold_count": sum(n for _, n in gold_kinds),
+        "gold_kinds": gold_kinds,
+    }
     if run is not None:
-        columns = quality.comparison(run, float(price))
+        columns = quality.comparison(run, prices)
         attributes, categories = _breakdown(columns, "per_attribute"), _breakdown(columns, "per_category")
         context.update(
             columns=columns,
             attributes=attributes,
             categories=categories,
-            charts=_charts(columns, attributes, categories, price),
+            charts=_charts(columns, attributes, categories),
+            reliability=_reliability(columns),
         )
     return render(request, "review/dashboard.html", context)
 

@@ -77,26 +77,53 @@ def test_it_shows_hpd_and_ar_side_by_side_with_per_attribute_f1(client_for, bob)
     make_values(ar, {(p, brand): ("wrong", 0.9) for p in scene.products})
     link_runs(scene.run, ar)
     for v in scene.values:
-        do_review(v.pk, 0, "accept", bob)  # the HPD values are right: gold
+        do_review(v.pk, 0, "accept", bob)  # the HPD values are right: gold, supplied by HPD
     body = client_for(bob).get(reverse("review:dashboard"), {"run": ar.pk}).content.decode()
-    assert dashboard_f1(body, scene.run) == 1.0 and dashboard_f1(body, ar) == 0.0
+    # AR is scored on HPD's accepted values; HPD is not scored on the values it supplied itself.
+    assert dashboard_f1(body, ar) == 0.0
+    assert f'data-run="{scene.run.pk}" data-f1=' not in body and "no honest gold yet" in body
+    assert f'data-run="{scene.run.pk}" data-used="0" data-left-out="4"' in body
+    assert f'data-run="{ar.pk}" data-used="4" data-left-out="0"' in body
     assert body.index("HPD (hyper-parallel) · run") < body.index("AR (autoregressive JSON) · run")
-    assert "Micro F1 per attribute" in body and "<svg" in body  # the chart, inline
+    assert "Micro F1 per attribute" in body and "Brand (4)" in body and "<svg" in body  # the chart, inline
 
 
-def test_it_computes_speed_and_cost_at_the_price_given(client_for, bob):
+def test_it_computes_speed_and_cost_on_the_device_the_run_used(client_for, bob):
     scene = make_scenario(products=2)
-    Run.objects.filter(pk=scene.run.pk).update(
-        done=100, engine_seconds=20.0, forward_steps=500, tokens_decoded=2000
-    )
+    counters = {"done": 100, "engine_seconds": 20.0, "forward_steps": 500, "tokens_decoded": 2000}
+    Run.objects.filter(pk=scene.run.pk).update(**counters, decode_settings={"device": "cuda"})
     client = client_for(bob)
     body = client.get(reverse("review:dashboard"), {"run": scene.run.pk, "price": "3.60"}).content.decode()
     assert '<td class="speed">5.00</td>' in body  # 100 products / 20 s
     assert "<td>5.00</td>" in body and "<td>4.00</td>" in body  # steps per product, tokens per step
     # 1,000 products take 200 s = 1/18 h; at $3.60/h that is $0.20.
-    assert '<td class="cost">$0.2000</td>' in body
-    response = client.get(reverse("review:dashboard"), {"run": scene.run.pk, "price": "cheap"})
-    assert response.status_code == 400 and "price" in response.content.decode()
+    assert '<td class="cost">$0.2000 <span class="muted small">(GPU at $3.60/h)</span>' in body
+    # A run decoded on the CPU is priced at the CPU's price, and says so; the GPU price is not used.
+    Run.objects.filter(pk=scene.run.pk).update(decode_settings={"device": "cpu"})
+    body = client.get(
+        reverse("review:dashboard"), {"run": scene.run.pk, "price": "3.60", "cpu_price": "0.36"}
+    ).content.decode()
+    assert '<td class="device">CPU</td>' in body
+    assert '<td class="cost">$0.0200 <span class="muted small">(CPU at $0.36/h)</span>' in body
+    assert "GPU price per hour" in body and "CPU price per hour" in body
+    # A run no worker recorded a device for gets no cost rather than a guessed one.
+    Run.objects.filter(pk=scene.run.pk).update(decode_settings={})
+    body = client.get(reverse("review:dashboard"), {"run": scene.run.pk}).content.decode()
+    assert '<td class="cost">– <span class="muted small">(the device was not recorded)</span>' in body
+    for field in ("price", "cpu_price"):
+        response = client.get(reverse("review:dashboard"), {"run": scene.run.pk, field: "cheap"})
+        assert response.status_code == 400 and f"{field}: &#x27;cheap&#x27;" in response.content.decode()
+
+
+def test_the_default_prices_come_from_settings(client_for, bob, settings):
+    settings.GPU_PRICE_PER_HOUR, settings.CPU_PRICE_PER_HOUR = 7.2, 0.72
+    scene = make_scenario(products=2)
+    Run.objects.filter(pk=scene.run.pk).update(
+        done=100, engine_seconds=20.0, decode_settings={"device": "cpu"}
+    )
+    body = client_for(bob).get(reverse("review:dashboard"), {"run": scene.run.pk}).content.decode()
+    assert 'name="price" value="7.20"' in body and 'name="cpu_price" value="0.72"' in body
+    assert '<td class="cost">$0.0400 <span class="muted small">(CPU at $0.72/h)</span>' in body
 
 
 def test_gold_export_writes_the_ave_format(bob, tmp_path):
@@ -135,3 +162,18 @@ def test_exported_gold_is_a_data_set_folder_the_training_command_reads(bob, tmp_
     split = load_split(folder, splits_dir=tmp_path / "splits")
     assert len(split.train) + len(split.dev) == 5
     assert all(r["target_scores"].keys() == {"Brand", "Color"} for r in split.train + split.dev)
+
+
+def test_the_per_attribute_chart_shows_the_attributes_with_the_most_gold(client_for, bob):
+    names = tuple(f"A{i:02d}" for i in range(15))
+    scene = make_scenario(products=2, attributes=names)
+    first, second = scene.products
+    first.known_values = {name: "x" for name in names[:14]}  # A14 never gets gold
+    second.known_values = {"A00": "x"}
+    first.save(), second.save()
+    do_seed_gold_from_known_values(scene.catalog.products.all())
+    body = client_for(bob).get(reverse("review:dashboard"), {"run": scene.run.pk}).content.decode()
+    chart = re.search(r'<figure class="chart">\s*<figcaption>Micro F1 per attribute.*?</figure>', body, re.S)
+    labels = re.findall(r'class="axis-label">([^<]+)</text>', chart.group(0))
+    assert "the 12 with the most gold" in chart.group(0)
+    assert labels[0] == "A00 (2)" and len(labels) == 12 and "A14" not in chart.group(0)
