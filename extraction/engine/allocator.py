@@ -1,4 +1,4 @@
-"""Keep training's resident memory flat on glibc.
+"""Keep training's resident memory flat, and training fast, whatever the allocator.
 
 Training batches change shape every step (packed rows of varying documents), so PyTorch's CPU
 tensors are freed and reallocated at ever new sizes. glibc raises its mmap threshold each time a
@@ -6,8 +6,11 @@ large mmapped block is freed (up to 32 MB), after which such blocks come from th
 fragments of different sizes pile up and are never returned: stage 1 of the SmolLM2 fine-tune grew
 from 10 GB to 20 GB resident in 80 minutes. A fixed threshold keeps large tensors in mmap (returned
 to the system on free) and a low trim threshold returns freed heap tops; with them stage 2 stayed
-flat. The same can be had with MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072 in the
-environment; doing it here means every training run gets it.
+flat, but every big tensor then costs fresh zeroed pages (40% of the time in the kernel) and
+training ran at half speed. jemalloc keeps freed pages for reuse by size class, so memory stays
+flat *and* no time goes to page faults (stage 2 with it: 184 tokens/s against 81). So the train
+command runs under jemalloc when the system has it (Debian: `apt install libjemalloc2`), and
+falls back to the fixed glibc thresholds otherwise.
 """
 
 from __future__ import annotations
@@ -15,16 +18,51 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+import os
+import sys
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 M_TRIM_THRESHOLD = -1  # mallopt parameters, from glibc's malloc.h
 M_MMAP_THRESHOLD = -3
 FIXED_THRESHOLD = 128 * 1024  # glibc's initial default, kept fixed instead of growing
+JEMALLOC = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")  # Debian / Ubuntu's libjemalloc2
+# return freed pages to the system after 10 s unused (jemalloc's own default), in a background thread
+JEMALLOC_CONF = "background_thread:true,dirty_decay_ms:10000,muzzy_decay_ms:10000"
+OPT_OUT = "SLOTWISE_NO_JEMALLOC"  # set to 1 to train on the default allocator
+
+
+def under_jemalloc() -> bool:
+    return "jemalloc" in os.environ.get("LD_PRELOAD", "")
+
+
+def jemalloc_command(argv: list[str], library: Path = JEMALLOC) -> tuple[str, list[str], dict] | None:
+    """(executable, arguments, environment) that run `python -m extraction ARGV` with jemalloc
+    preloaded, or None when it is loaded already, opted out of, or not installed."""
+    if under_jemalloc() or os.environ.get(OPT_OUT) == "1" or not Path(library).is_file():
+        return None
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = " ".join(p for p in (str(library), env.get("LD_PRELOAD", "")) if p)
+    env.setdefault("MALLOC_CONF", JEMALLOC_CONF)
+    return sys.executable, [sys.executable, "-m", "extraction", *argv], env
+
+
+def run_under_jemalloc() -> None:
+    """Re-execute this shell command (`python -m extraction train ...`) under jemalloc when
+    jemalloc_command says so; return otherwise. It replaces the process: not for library use."""
+    command = jemalloc_command(sys.argv[1:])
+    if command is None:
+        log.info("training on the default allocator (install libjemalloc2 for faster training)")
+        return
+    os.execve(*command)
 
 
 def limit_fragmentation() -> bool:
-    """Fix glibc's mmap and trim thresholds; False (and nothing changed) where libc is not glibc."""
+    """Fix glibc's mmap and trim thresholds; False (and nothing changed) where libc is not glibc
+    or jemalloc serves malloc already."""
+    if under_jemalloc():
+        return False
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name)

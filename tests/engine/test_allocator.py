@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from extraction.engine.allocator import JEMALLOC, jemalloc_command
+
 PROBE = """
 import sys, torch
 if sys.argv[1] == "fix":
@@ -33,3 +35,37 @@ def growth_mb(mode: str) -> float:
 def test_freed_tensors_of_changing_sizes_return_to_the_system():
     assert growth_mb("default") > 60  # glibc's growing threshold: freed blocks stay resident
     assert growth_mb("fix") < 20
+
+
+def test_the_jemalloc_command_preloads_it_once_and_only_when_installed(tmp_path, monkeypatch):
+    lib = tmp_path / "libjemalloc.so.2"
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    monkeypatch.delenv("SLOTWISE_NO_JEMALLOC", raising=False)
+    assert jemalloc_command(["train", "--help"], lib) is None  # not installed
+    lib.write_bytes(b"")
+    exe, args, env = jemalloc_command(["train", "--steps", "3"], lib)
+    assert args == [exe, "-m", "extraction", "train", "--steps", "3"]
+    assert env["LD_PRELOAD"] == str(lib) and "background_thread" in env["MALLOC_CONF"]
+    monkeypatch.setenv("LD_PRELOAD", env["LD_PRELOAD"])
+    assert jemalloc_command(["train"], lib) is None  # already under it: no second exec
+    monkeypatch.delenv("LD_PRELOAD")
+    monkeypatch.setenv("SLOTWISE_NO_JEMALLOC", "1")
+    assert jemalloc_command(["train"], lib) is None
+
+
+@pytest.mark.skipif(not JEMALLOC.is_file(), reason="libjemalloc2 not installed")
+def test_the_train_command_runs_under_jemalloc_when_installed(monkeypatch):
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    monkeypatch.delenv("SLOTWISE_NO_JEMALLOC", raising=False)
+    _, _, env = jemalloc_command(["train"])
+    maps = subprocess.run(
+        [sys.executable, "-c", "print(open('/proc/self/maps').read())"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert "libjemalloc" in maps.stdout  # a process started with that environment runs on jemalloc
+    run = subprocess.run(
+        [sys.executable, "-m", "extraction", "train", "--help"], capture_output=True, text=True
+    )
+    assert run.returncode == 0 and "--lora" in run.stdout  # the re-executed command still works
