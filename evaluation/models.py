@@ -142,8 +142,15 @@ class Assignment(models.Model):
         constraints = [models.UniqueConstraint(fields=["item", "rater"], name="unique_assignment")]
 
 
+class VoteQuerySet(models.QuerySet):
+    def current(self):
+        """Each rater's latest vote per item: what every statistic counts."""
+        return self.filter(superseded_at__isnull=True)
+
+
 class Vote(models.Model):
-    """One rater's judgement of one item, by side. One per rater per item, enforced by the database."""
+    """One rater's judgement of one item, by side. One current vote per rater per item, enforced by
+    the database; a changed vote stays as a superseded record (the history), counted nowhere."""
 
     class Choice(models.TextChoices):
         A = "a", "A is better"
@@ -156,11 +163,19 @@ class Vote(models.Model):
     choice = models.CharField(max_length=10, choices=Choice.choices)
     comment = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set when the rater changed this vote (while the campaign was open): the newer vote counts.
+    superseded_at = models.DateTimeField(null=True, blank=True)
+
+    objects = VoteQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["item", "rater"], name="one_vote_per_rater_per_item"),
+            models.UniqueConstraint(
+                fields=["item", "rater"],
+                condition=models.Q(superseded_at__isnull=True),
+                name="one_current_vote_per_rater_per_item",
+            ),
             models.CheckConstraint(
                 condition=models.Q(choice__in=["a", "b", "tie", "both_bad"]), name="vote_choice_valid"
             ),

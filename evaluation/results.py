@@ -50,7 +50,8 @@ class CampaignVote:
 def campaign_votes(campaign: Campaign) -> list[CampaignVote]:
     first, second = campaign.first_system.name, campaign.second_system.name
     votes = (
-        Vote.objects.filter(item__campaign=campaign)
+        Vote.objects.current()  # a changed vote counts once, as its latest choice
+        .filter(item__campaign=campaign)
         .select_related("item__product__catalog", "item__product__category", "rater")
         .order_by("item__position", "created_at", "id")
     )
@@ -87,6 +88,18 @@ def differing_attributes(campaign: Campaign) -> dict[int, list[str]]:
     return result
 
 
+# Below this many decisive votes (wins + losses) even the exact interval is too wide to lean on.
+MIN_DECISIVE_VOTES = 30
+
+
+def _with_decisive_share(name: str, figures: dict) -> dict:
+    """The headline figure: the share of decisive votes won, whose exact (Clopper-Pearson) interval
+    the summary carries; the win rate with ties as half and its bootstrap interval come second."""
+    decisive = figures["wins"] + figures["losses"]
+    share = figures["wins"] / decisive if decisive else None
+    return {"name": name, **figures, "decisive": decisive, "decisive_share": share}
+
+
 def campaign_results(campaign: Campaign) -> dict:
     """Everything the results page shows (None where there are no votes yet)."""
     votes = campaign_votes(campaign)
@@ -114,7 +127,10 @@ def campaign_results(campaign: Campaign) -> dict:
     outcome_counts = Counter(r.outcome for r in records)
     context.update(
         summary=summary,
-        systems=[{"name": n, **summary["systems"][n]} for n in (first, second)],
+        systems=[_with_decisive_share(n, summary["systems"][n]) for n in (first, second)],
+        decisive_votes=outcome_counts[first] + outcome_counts[second],
+        few_decisive=outcome_counts[first] + outcome_counts[second] < MIN_DECISIVE_VOTES,
+        min_decisive=MIN_DECISIVE_VOTES,
         composition={
             "first_wins": outcome_counts[first],
             "ties": outcome_counts[stats.TIE],

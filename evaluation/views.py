@@ -4,7 +4,7 @@ import csv
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -25,7 +25,11 @@ from evaluation.voting import (
     progress_of,
     rateable_campaigns,
     rows_for,
+    voted_item,
+    votes_of,
 )
+
+MY_VOTES_SHOWN = 50
 
 
 @require_GET
@@ -37,7 +41,9 @@ def my_campaigns(request):
     managed = None
     if has_role(request.user, ADMIN):
         # System names stay off this list: they are shown on results pages only.
-        managed = Campaign.objects.annotate(vote_count=Count("items__votes"))
+        managed = Campaign.objects.annotate(
+            vote_count=Count("items__votes", filter=Q(items__votes__superseded_at__isnull=True))
+        )
     return render(request, "evaluation/my_campaigns.html", {"rating": rating, "managed": managed})
 
 
@@ -98,18 +104,29 @@ def campaign_status(request, pk: int):
     return redirect("evaluation:my_campaigns")
 
 
-def _panel(request, campaign, error: str = "", saved: bool = False):
-    item = next_item(campaign, request.user)
+def _panel(request, campaign, error: str = "", saved: bool = False, status: int = 200):
+    """The next item to judge, or, with ?change=<token>, an item the rater voted on, to change it."""
+    current_vote = None
+    token = request.GET.get("change", "")
+    if token:
+        try:
+            item, current_vote = voted_item(campaign, request.user, token)
+        except VoteError as exc:
+            item, error, status = next_item(campaign, request.user), str(exc), 400
+    else:
+        item = next_item(campaign, request.user)
     context = {
         "campaign": campaign,
         "item": item,
+        "current_vote": current_vote,
         "rows": rows_for(item) if item else [],
         "progress": progress_of(campaign, request.user),
+        "my_votes": votes_of(campaign, request.user)[:MY_VOTES_SHOWN],
         "error": error,
         "saved": saved,
     }
     template = "evaluation/_vote_panel.html" if request.htmx else "evaluation/rate.html"
-    return render(request, template, context)
+    return render(request, template, context, status=status)
 
 
 def _rateable(request, pk: int) -> Campaign:

@@ -55,7 +55,7 @@ def next_item(campaign: Campaign, rater) -> CampaignItem | None:
         .order_by("assigned_at", "id")
     )
     for assignment in held:
-        if assignment.item.votes.count() < campaign.raters_per_item:
+        if assignment.item.votes.current().count() < campaign.raters_per_item:
             return assignment.item
         assignment.delete()  # others filled the item while this rater was away
     candidates = (
@@ -108,7 +108,11 @@ CHOICES = {c.value for c in Vote.Choice}
 
 
 def do_cast_vote(campaign: Campaign, rater, token: str, choice: str, comment: str = "") -> Vote:
-    """Store one vote; refused (VoteError) when the item, the choice or the rater is not right."""
+    """Store one vote; refused (VoteError) when the item, the choice or the rater is not right.
+
+    A rater who voted on the item already changes their vote (the campaign is open: may_rate):
+    the earlier vote is kept, marked superseded, and only the new one counts.
+    """
     if choice not in CHOICES:
         raise VoteError("choose A better, B better, tie or both bad (keys 1 to 4)")
     comment = comment.strip()
@@ -121,17 +125,40 @@ def do_cast_vote(campaign: Campaign, rater, token: str, choice: str, comment: st
             item = CampaignItem.objects.select_for_update().filter(campaign=campaign, token=token).first()
             if item is None:
                 raise VoteError("that item is not part of this campaign")
-            if item.votes.filter(rater=rater).exists():
-                raise VoteError("you have already voted on that item")
-            if item.votes.count() >= campaign.raters_per_item:
+            votes = item.votes.current()
+            earlier = votes.filter(rater=rater).first()
+            if earlier is None and votes.count() >= campaign.raters_per_item:
                 raise VoteError("that item already has all its votes; here is another one")
+            if earlier is not None:
+                earlier.superseded_at = timezone.now()
+                earlier.save(update_fields=["superseded_at"])
             vote = Vote.objects.create(item=item, rater=rater, choice=choice, comment=comment)
             assignment, _ = Assignment.objects.get_or_create(item=item, rater=rater)
             assignment.completed_at = vote.created_at
             assignment.save(update_fields=["completed_at"])
-    except IntegrityError as exc:  # a second tab sent the same vote at the same moment
-        raise VoteError("you have already voted on that item") from exc
+    except IntegrityError as exc:  # a second tab sent a vote on the same item at the same moment
+        raise VoteError(
+            "your other vote on that item arrived at the same moment; look at it and vote again"
+        ) from exc
     return vote
+
+
+def votes_of(campaign: Campaign, rater):
+    """The rater's current votes in the campaign, newest first (to look back and change one)."""
+    return (
+        Vote.objects.current()
+        .filter(item__campaign=campaign, rater=rater)
+        .select_related("item__product")
+        .order_by("-created_at", "-id")
+    )
+
+
+def voted_item(campaign: Campaign, rater, token: str) -> tuple[CampaignItem, Vote]:
+    """An item the rater voted on, with their current vote: what the rater opens to change it."""
+    vote = votes_of(campaign, rater).filter(item__token=token).select_related("item").first()
+    if vote is None:
+        raise VoteError("you have no vote on that item in this campaign to change")
+    return vote.item, vote
 
 
 @dataclass(frozen=True)
@@ -151,7 +178,7 @@ class Progress:
 def progress_of(campaign: Campaign, rater) -> Progress:
     """The rater's own progress: items judged, and items still open to them."""
     now = timezone.now()
-    done = Vote.objects.filter(item__campaign=campaign, rater=rater).count()
+    done = Vote.objects.current().filter(item__campaign=campaign, rater=rater).count()
     held = Assignment.objects.filter(item__campaign=campaign, rater=rater, completed_at__isnull=True).count()
     open_to_them = (
         CampaignItem.objects.filter(campaign=campaign)

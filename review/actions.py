@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from extraction.models import ExtractedValue
 from review.gold import sync_gold
-from review.models import ValueEvent
+from review.models import GoldValue, ValueEvent
 
 NA = "n/a"
 MAX_VALUE_LENGTH = 500
@@ -103,33 +103,59 @@ def _apply(
     )
 
 
+def review_locked(
+    value: ExtractedValue,
+    seen_version: int,
+    action: str,
+    user,
+    text: str | None = None,
+    recorded_as: str | None = None,
+) -> ExtractedValue:
+    """The one review transition, for single and bulk actions alike: new state, history, gold.
+
+    `value` must be locked by the caller's transaction. `recorded_as` names the history action
+    when it differs from `action` (a bulk accept is recorded as bulk_accept).
+    """
+    old_status, old_shown = value.review_status, shown_value(value)
+    status, reviewed = _target(action, value, text)
+    _apply(
+        value,
+        seen_version,
+        status,
+        reviewed,
+        user,
+        attempted=(text or "") if action == Action.CORRECT else "",
+    )
+    ValueEvent.objects.create(
+        value=value,
+        run_id=value.run_id,
+        actor=user,
+        action=recorded_as or action,
+        old_status=old_status,
+        new_status=status,
+        old_value=old_shown,
+        new_value=shown_value(value),
+        version_after=value.version,
+    )
+    # A bulk accept does not replace a gold a reviewer typed in (say, on the linked run's value).
+    if not (recorded_as == Action.BULK_ACCEPT and _gold_is_a_correction(value)):
+        sync_gold(value, user)
+    return value
+
+
+def _gold_is_a_correction(value: ExtractedValue) -> bool:
+    return GoldValue.objects.filter(
+        product_id=value.product_id,
+        attribute_name=value.attribute.name,
+        schema_id=value.attribute.schema_id,
+        source__review_status=Status.CORRECTED,
+    ).exists()
+
+
 def do_review(value_id: int, seen_version: int, action: str, user, text: str | None = None) -> ExtractedValue:
     """Accept, correct, reject or set n/a one value; writes its history and its gold."""
     with transaction.atomic():
-        value = _locked(value_id)
-        old_status, old_shown = value.review_status, shown_value(value)
-        status, reviewed = _target(action, value, text)
-        _apply(
-            value,
-            seen_version,
-            status,
-            reviewed,
-            user,
-            attempted=(text or "") if action == Action.CORRECT else "",
-        )
-        ValueEvent.objects.create(
-            value=value,
-            run_id=value.run_id,
-            actor=user,
-            action=action,
-            old_status=old_status,
-            new_status=status,
-            old_value=old_shown,
-            new_value=shown_value(value),
-            version_after=value.version,
-        )
-        sync_gold(value, user)
-    return value
+        return review_locked(_locked(value_id), seen_version, action, user, text)
 
 
 def last_undoable(user) -> ValueEvent | None:

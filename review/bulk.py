@@ -4,19 +4,18 @@ Small selections run inside the request; larger ones become a BulkAction the `li
 works through in chunks, one transaction per chunk, so progress shows and a crash loses at most
 the chunk in hand (running it again only touches what is still left).
 Human corrections are never overwritten by a bulk action, and values already in the target state
-are left alone.
+are left alone. The filter may bound the confidence: auto-accept ("accept every pending value with
+confidence at least t") is a bulk accept whose filter says status=pending, min_confidence=t.
 """
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from extraction.models import ExtractedValue
-from review.actions import shown_value
+from review.actions import review_locked
 from review.filters import QueueFilter
-from review.gold import sync_gold
-from review.models import BulkAction, GoldValue, ValueEvent
+from review.models import BulkAction, ValueEvent
 
 Status = ExtractedValue.ReviewStatus
 TARGET = {BulkAction.Action.ACCEPT: Status.ACCEPTED, BulkAction.Action.REJECT: Status.REJECTED}
@@ -53,76 +52,24 @@ def do_create_bulk_action(queue_filter: QueueFilter, action: str, user) -> BulkA
 
 
 def _apply_chunk(job: BulkAction, ids: list[int]) -> tuple[int, int]:
-    """Change the values `ids` still eligible; returns (changed, skipped). One transaction."""
+    """Change the values `ids` still eligible; returns (changed, skipped). One transaction.
+
+    Each value goes through review_locked, the transition a single review uses, so history and
+    gold follow one rule whichever way a value was reviewed.
+    """
     target = TARGET[job.action]
-    now = timezone.now()
     with transaction.atomic():
         rows = list(
             ExtractedValue.objects.select_for_update(of=("self",))
             .filter(pk__in=ids)
             .exclude(review_status=Status.CORRECTED)
             .exclude(review_status=target)
-            .select_related("attribute", "product")
+            .select_related("attribute", "product", "reviewed_by")
+            .order_by("pk")
         )
-        if not rows:
-            return 0, len(ids)
-        ExtractedValue.objects.filter(pk__in=[v.pk for v in rows]).update(
-            review_status=target,
-            reviewed_value=F("value") if target == Status.ACCEPTED else "",
-            reviewed_by=job.created_by,
-            reviewed_at=now,
-            version=F("version") + 1,
-        )
-        ValueEvent.objects.bulk_create(
-            ValueEvent(
-                value=v,
-                run_id=v.run_id,
-                actor=job.created_by,
-                action=EVENT[job.action],
-                old_status=v.review_status,
-                new_status=target,
-                old_value=shown_value(v),
-                new_value=v.value,
-                version_after=v.version + 1,
-            )
-            for v in rows
-        )
-        _sync_gold_in_bulk(rows, target, job.created_by)
+        for value in rows:
+            review_locked(value, value.version, job.action, job.created_by, recorded_as=EVENT[job.action])
     return len(rows), len(ids) - len(rows)
-
-
-def _sync_gold_in_bulk(rows: list[ExtractedValue], target: str, user) -> None:
-    if target != Status.ACCEPTED:
-        # Only the values that were some gold's source can change gold; each hands it on properly.
-        sourced = set(GoldValue.objects.filter(source__in=rows).values_list("source_id", flat=True))
-        for v in rows:
-            if v.pk in sourced:
-                v.review_status = target
-                sync_gold(v, user)
-        return
-    # A gold a reviewer corrected (say, on the linked run's value) is not replaced by a bulk accept.
-    protected = set(
-        GoldValue.objects.filter(
-            product_id__in={v.product_id for v in rows}, source__review_status=Status.CORRECTED
-        ).values_list("product_id", "attribute_name", "schema_id")
-    )
-    GoldValue.objects.bulk_create(
-        [
-            GoldValue(
-                product_id=v.product_id,
-                attribute_name=v.attribute.name,
-                schema_id=v.attribute.schema_id,
-                value=v.value,
-                source=v,
-                approved_by=user,
-            )
-            for v in rows
-            if (v.product_id, v.attribute.name, v.attribute.schema_id) not in protected
-        ],
-        update_conflicts=True,
-        unique_fields=["product", "attribute_name", "schema"],
-        update_fields=["value", "source", "approved_by", "approved_at"],
-    )
 
 
 def run_bulk_action(job_id: int) -> BulkAction | None:

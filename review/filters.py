@@ -13,6 +13,7 @@ from extraction.models import ExtractedValue, Run
 
 SORTS = {"confidence": "Lowest confidence first", "disagreement": "HPD/AR disagreement first"}
 STATUSES = tuple(ExtractedValue.ReviewStatus.values)
+CONFIDENCE_BOUNDS = ("min_confidence", "max_confidence")
 
 
 def page_size() -> int:
@@ -39,6 +40,26 @@ def _optional_id(params, name: str) -> int | None:
     return int(raw)
 
 
+def _optional_confidence(params, name: str) -> float | None:
+    raw = (params.get(name) or "").strip()
+    if not raw:
+        return None
+    try:
+        number = float(raw)
+    except ValueError:
+        raise FilterError(f"{name}: expected a number from 0 to 1, got {raw!r}") from None
+    if not 0.0 <= number <= 1.0:  # also refuses nan and inf
+        raise FilterError(f"{name}: {raw} is outside 0 to 1 (confidences are probabilities)")
+    return number
+
+
+def _confidence_range(params) -> tuple[float | None, float | None]:
+    low, high = (_optional_confidence(params, name) for name in CONFIDENCE_BOUNDS)
+    if low is not None and high is not None and low > high:
+        raise FilterError(f"min_confidence: {low:g} is above max_confidence {high:g}, so nothing could match")
+    return low, high
+
+
 @dataclass(frozen=True)
 class QueueFilter:
     run: int | None = None
@@ -47,6 +68,9 @@ class QueueFilter:
     attribute: str = ""
     status: str = ""
     sort: str = "confidence"
+    # Inclusive bounds on the value's (calibrated) confidence; auto-accept sets min_confidence.
+    min_confidence: float | None = None
+    max_confidence: float | None = None
 
     @classmethod
     def from_params(cls, params) -> "QueueFilter":
@@ -59,6 +83,7 @@ class QueueFilter:
         run = _optional_id(params, "run")
         if run is not None and not Run.objects.filter(pk=run).exists():
             raise FilterError(f"run: there is no run {run}")
+        min_confidence, max_confidence = _confidence_range(params)
         return cls(
             run=run,
             catalog=_optional_id(params, "catalog"),
@@ -66,17 +91,33 @@ class QueueFilter:
             attribute=(params.get("attribute") or "").strip()[:100],
             status=status,
             sort=sort,
+            min_confidence=min_confidence,
+            max_confidence=max_confidence,
         )
 
     def with_default_run(self) -> "QueueFilter":
-        """The newest run that has values, when the filter names none."""
+        """The newest finished run that has values, when the filter names none (a running run's
+        values are still arriving); the newest run with values when none has finished yet."""
         if self.run is not None:
             return self
-        latest = Run.objects.filter(values__isnull=False).order_by("-created_at", "-id").values("pk").first()
-        return self if latest is None else QueueFilter(**{**asdict(self), "run": latest["pk"]})
+        with_values = Run.objects.filter(values__isnull=False).order_by("-created_at", "-id")
+        latest = (
+            with_values.filter(status=Run.Status.DONE).values("pk").first()
+            or with_values.values("pk").first()
+        )
+        return self if latest is None else self.but(run=latest["pk"])
+
+    def but(self, **changes) -> "QueueFilter":
+        """This filter with some fields changed (say, auto-accept's status and min_confidence)."""
+        return QueueFilter(**{**asdict(self), **changes})
 
     def as_params(self) -> dict[str, str]:
-        return {k: str(v) for k, v in asdict(self).items() if v not in (None, "")}
+        # repr keeps a float exact, so a threshold survives the round trip through a form or a job
+        return {
+            k: repr(v) if isinstance(v, float) else str(v)
+            for k, v in asdict(self).items()
+            if v not in (None, "")
+        }
 
     def values(self) -> QuerySet:
         """Every value the filter matches, unordered (bulk actions and exports use this)."""
@@ -91,6 +132,10 @@ class QueueFilter:
             qs = qs.filter(attribute__name=self.attribute)
         if self.status:
             qs = qs.filter(review_status=self.status)
+        if self.min_confidence is not None:
+            qs = qs.filter(confidence__gte=self.min_confidence)
+        if self.max_confidence is not None:
+            qs = qs.filter(confidence__lte=self.max_confidence)
         return qs
 
     def ordered_values(self) -> QuerySet:

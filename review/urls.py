@@ -1,6 +1,6 @@
 from django.urls import path
 
-from review.views import dashboard, jobs, queue, settings, values
+from review.views import auto_accept, blind, dashboard, jobs, queue, settings, values
 
 app_name = "review"
 urlpatterns = [
@@ -11,10 +11,15 @@ urlpatterns = [
     path("undo/", values.undo, name="undo"),
     path("bulk/", jobs.start_bulk, name="bulk"),
     path("bulk/<int:job_id>/", jobs.bulk_status, name="bulk_status"),
+    path("auto-accept/", auto_accept.auto_accept, name="auto_accept"),
+    path("auto-accept/start/", auto_accept.start_auto_accept, name="start_auto_accept"),
     path("export/", jobs.start_export, name="export"),
     path("export/<int:job_id>/", jobs.export_status, name="export_status"),
     path("export/<int:job_id>/download/", jobs.export_download, name="export_download"),
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("gold.jsonl", dashboard.gold_download, name="gold_download"),
     path("settings/", settings.reviewer_settings, name="settings"),
+    path("blind/", blind.blind_start, name="blind_start"),
+    path("blind/label/", blind.blind_label, name="blind_label"),
+    path("blind/label/<int:product_id>/", blind.blind_save, name="blind_save"),
 ]

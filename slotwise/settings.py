@@ -43,6 +43,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "slotwise.error_pages.ProductErrorPagesMiddleware",  # DEBUG too: the product's 404/500, no URL list
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -140,7 +141,9 @@ SLOTWISE_MODEL_DIR = str(default_model_dir())
 # The small from-scratch model, offered in the run form as the fast choice.
 FAST_MODEL_DIR = str(BASE_DIR / "models" / "slotwise-ave")
 SLOTWISE_DEVICE = env_str("SLOTWISE_DEVICE", "cpu")
+# Hourly price per device kind: the dashboard prices each run on the device its worker recorded.
 GPU_PRICE_PER_HOUR = env_float("GPU_PRICE_PER_HOUR", 2.50)
+CPU_PRICE_PER_HOUR = env_float("CPU_PRICE_PER_HOUR", 0.40)
 
 # Security: strict in production, relaxed only where DEBUG says so.
 SESSION_COOKIE_HTTPONLY = True

@@ -218,11 +218,11 @@ def import_errors(request, pk: int):
     writer = csv.writer(_Echo())
 
     def lines():
-        yield writer.writerow(safe_row(["row", "sku", "column", "reason", *job.header]))
+        # The file's own columns follow as they were (its sku column among them), so the report
+        # holds each SKU once and its rows can be fixed and uploaded again.
+        yield writer.writerow(safe_row(["row", "column", "reason", *job.header]))
         for error in job.row_errors.order_by("row_number", "id").iterator(chunk_size=2000):
-            yield writer.writerow(
-                safe_row([error.row_number, error.sku, error.column, error.reason, *error.cells])
-            )
+            yield writer.writerow(safe_row([error.row_number, error.column, error.reason, *error.cells]))
 
     response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="import-{job.pk}-errors.csv"'

@@ -39,6 +39,12 @@ def start_bulk(request):
     action = request.POST.get("action", "")
     if action not in BulkAction.Action.values:
         return bad_request(f"action: {action!r} is not one of {', '.join(BulkAction.Action.values)}")
+    return launch_bulk(request, queue_filter, action)
+
+
+def launch_bulk(request, queue_filter: QueueFilter, action: str, back_to: dict | None = None):
+    """Run a bulk action within the request when it is small, else as a background job; the
+    auto-accept page starts its accept through here too. `back_to`: the queue filter to return to."""
     job = bulk.do_create_bulk_action(queue_filter, action, request.user)
     if job.total <= bulk.inline_limit():
         job = bulk.run_bulk_action(job.pk)
@@ -47,7 +53,7 @@ def start_bulk(request):
             f"{PAST[job.action]} {job.changed} values"
             + (f", {job.skipped} had changed meanwhile and were left alone." if job.skipped else "."),
         )
-        return redirect(_queue_url(queue_filter.as_params()))
+        return redirect(_queue_url(back_to or queue_filter.as_params()))
     transaction.on_commit(lambda: tasks.run_bulk_action.delay(job.pk))
     return redirect("review:bulk_status", job_id=job.pk)
 

@@ -149,14 +149,23 @@
       if (message && !window.confirm(message)) event.preventDefault();
     }, true);
 
-    document.body.addEventListener("htmx:afterSwap", (event) => {
-      const el = event.detail.elt;
-      if (el && el.id === "queue-body") { activate(0); return; }
-    });
-
     // A row came back from an action: stay on it when it carries a message, else move on.
     document.body.addEventListener("htmx:afterSettle", (event) => {
-      const row = event.detail.elt;
+      const el = event.detail.elt;
+      if (el && el.id === "queue-body") {
+        // A new filter: the cursor starts on row 1. After settling, not after swapping: while it
+        // settles htmx gives rows that kept their id the old row's attributes, and then takes them
+        // back, which took the cursor's "active" away again (the first j then skipped row 1).
+        activate(0);
+        // Left on the filter's select, the keys would go to the select instead of the queue.
+        const focused = document.activeElement;
+        if (current() && focused && focused.closest && focused.closest("#filters")) {
+          focused.blur();
+          current().focus({ preventScroll: true });
+        }
+        return;
+      }
+      const row = el;
       if (!row || !row.classList || !row.classList.contains("vrow")) return;
       const index = rowIndex(row);
       if (index < 0) return;

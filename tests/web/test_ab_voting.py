@@ -25,15 +25,39 @@ def test_the_database_allows_one_vote_per_rater_per_item(campaign, carol):
     assert list(Vote.objects.values_list("choice", flat=True)) == ["a"]
 
 
-def test_a_second_vote_on_the_same_item_is_refused_and_changes_nothing(client_for, campaign, carol):
+def test_a_second_vote_on_the_same_item_changes_it_and_keeps_the_first_as_history(
+    client_for, campaign, carol
+):
     client = client_for(carol)
     item = next_item(campaign, carol)
     url = reverse("evaluation:vote", args=[campaign.pk])
     client.post(url, {"item": item.token, "choice": "a"}, **HTMX)
+    page = client.get(reverse("evaluation:rate", args=[campaign.pk]), {"change": item.token}).content.decode()
+    assert 'data-choice="a"' in page and f'value="{item.token}"' in page  # the item again, her vote marked
     response = client.post(url, {"item": item.token, "choice": "b", "comment": "changed my mind"}, **HTMX)
-    assert "you have already voted on that item" in response.content.decode()
-    vote = Vote.objects.get(item=item, rater=carol)
-    assert (vote.choice, vote.comment) == ("a", "")
+    assert "Vote saved." in response.content.decode()
+    old, new = Vote.objects.filter(item=item, rater=carol).order_by("id")
+    assert (old.choice, old.superseded_at is not None) == ("a", True)
+    assert (new.choice, new.comment, new.superseded_at) == ("b", "changed my mind", None)
+    assert progress_of(campaign, carol).done == 1  # one item judged, whatever the history
+    # The results count the latest vote only.
+    from evaluation.results import campaign_votes
+
+    assert [v.record.vote for v in campaign_votes(campaign)] == ["right"]  # B, the side she chose last
+
+
+def test_a_vote_cannot_change_once_the_campaign_closes_or_on_an_item_not_voted(client_for, campaign, carol):
+    item = next_item(campaign, carol)
+    do_cast_vote(campaign, carol, item.token, "a")
+    client = client_for(carol)
+    other = campaign.items.exclude(pk=item.pk).first()
+    refused = client.get(reverse("evaluation:rate", args=[campaign.pk]), {"change": other.token})
+    assert refused.status_code == 400 and "no vote on that item" in refused.content.decode()
+    campaign.status = campaign.Status.CLOSED
+    campaign.save(update_fields=["status"])
+    with pytest.raises(VoteError, match="not open to you"):
+        do_cast_vote(campaign, carol, item.token, "b")
+    assert list(Vote.objects.values_list("choice", "superseded_at")) == [("a", None)]
 
 
 def test_it_hands_each_item_to_n_raters_and_no_more(campaign, carol, dave):

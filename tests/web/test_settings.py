@@ -100,6 +100,7 @@ def test_it_reads_the_sign_in_limits_from_the_environment():
         ("DEBUG", "maybe", "DEBUG='maybe' is not a boolean"),
         ("CATALOG_UPLOAD_MAX_MB", "lots", "CATALOG_UPLOAD_MAX_MB='lots' is not an integer"),
         ("GPU_PRICE_PER_HOUR", "cheap", "GPU_PRICE_PER_HOUR='cheap' is not a number"),
+        ("CPU_PRICE_PER_HOUR", "free", "CPU_PRICE_PER_HOUR='free' is not a number"),
         ("LOGIN_FAILURE_LIMIT", "0", "LOGIN_FAILURE_LIMIT='0' must be at least 1"),
         ("LOGIN_COOLOFF_MINUTES", "soon", "LOGIN_COOLOFF_MINUTES='soon' is not an integer"),
         ("DATABASE_URL", "mysql://u@h/db", "DATABASE_URL scheme 'mysql' is not PostgreSQL"),

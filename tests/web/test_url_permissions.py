@@ -47,6 +47,7 @@ ROUTES = list(walk())
 def test_the_walker_finds_every_apps_urls():
     names = {name for _, name, _ in ROUTES}
     assert {"catalog:products", "catalog:upload", "workers:status", "login"} <= names
+    assert {"review:blind_start", "review:blind_label", "review:blind_save"} <= names
     assert len(ROUTES) >= 20
 
 

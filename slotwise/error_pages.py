@@ -1,0 +1,39 @@
+"""The product's own error pages under DEBUG too (`make dev`), as in production.
+
+With DEBUG on, Django answers a 404 with its technical page, which lists every URL pattern of the
+site, and a server error with a traceback page. This middleware renders templates/404.html and
+500.html instead (403.html needs nothing: Django uses it whatever DEBUG says). The traceback still
+reaches the console: the error is logged as Django's own handler would.
+"""
+
+import logging
+
+from django.conf import settings
+from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
+from django.http import Http404
+from django.views.defaults import page_not_found, server_error
+
+log = logging.getLogger("django.request")
+# Exceptions Django turns into a 403 or 400 page of the product's templates whatever DEBUG says.
+DJANGOS_OWN_ANSWERS = (PermissionDenied, BadRequest, SuspiciousOperation)
+
+
+class ProductErrorPagesMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        # No view matched the path: under DEBUG this response is the technical 404.
+        if settings.DEBUG and response.status_code == 404 and request.resolver_match is None:
+            return page_not_found(request, Http404(request.path))
+        return response
+
+    def process_exception(self, request, exception):
+        """A view raised: Http404 gets the product's 404 page, a server error its 500 page."""
+        if not settings.DEBUG or isinstance(exception, DJANGOS_OWN_ANSWERS):
+            return None  # production's handlers, or a 403 / 400 Django renders with its template
+        if isinstance(exception, Http404):
+            return page_not_found(request, exception)
+        log.error("Internal Server Error: %s", request.path, exc_info=exception)
+        return server_error(request)

@@ -1,0 +1,103 @@
+"""In a real Chromium: the queue opens on the newest finished run and keeps its cursor after a
+filter change; an admin auto-accepts at 98% precision; a rater changes a vote and the results
+count the new one."""
+
+import json
+
+import pytest
+
+from evaluation.models import Vote
+from extraction.models import ExtractedValue, Run
+from tests.support.ab_factories import make_campaign, make_two_runs
+from tests.support.browser import chromium_page, sign_in
+from tests.support.factories import make_run, make_scenario, make_values
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+ROWS = "document.querySelectorAll('#value-list .vrow').length"
+
+
+def test_the_queue_opens_on_the_newest_finished_run_and_j_goes_to_row_two_after_a_filter(
+    live_server, bob, password
+):
+    finished = make_scenario(products=4)
+    running = make_run(finished.products, finished.schema, status=Run.Status.RUNNING, name="still going")
+    make_values(running, {(finished.products[0], finished.attributes["Brand"]): ("partial", 0.1)})
+    color = sorted(
+        (v for v in finished.values if v.attribute.name == "Color"), key=lambda v: (v.confidence, v.pk)
+    )
+    with chromium_page() as page:
+        sign_in(page, live_server.url, "bob", password)
+        page.goto(f"{live_server.url}/review/queue/")
+        assert page.input_value("#f-run") == str(finished.run.pk)  # not the newer, running one
+        label = page.inner_text(f"#f-run option[value='{running.pk}']")
+        assert label.endswith("· running")
+        page.keyboard.press("j")
+        page.keyboard.press("j")  # the cursor is on row 3 when the filter changes
+        page.select_option("#f-attribute", "Color")
+        page.wait_for_function(f"{ROWS} === 4")
+        page.wait_for_selector(f"#value-{color[0].pk}.active")
+        page.keyboard.press("j")
+        page.wait_for_selector(f"#value-{color[1].pk}.active")
+        page.keyboard.press("a")
+        page.wait_for_selector(f"#value-{color[1].pk}.status-accepted")
+    assert ExtractedValue.objects.get(pk=color[0].pk).review_status == "pending"
+
+
+def test_an_admin_auto_accepts_at_98_percent(live_server, alice, password, tmp_path):
+    curve = [[0.0, 0.9, 1000, 0.88, 0.92], [0.8, 0.97, 600, 0.955, 0.98], [0.9, 0.985, 400, 0.97, 0.993]]
+    (tmp_path / "slotwise.json").write_text(json.dumps({"calibration": {"precision_curve": {"hpd": curve}}}))
+    confidences = [0.3, 0.6, 0.85, 0.89, 0.9, 0.93, 0.97, 0.99]
+    scene = make_scenario(
+        products=len(confidences), attributes=("Brand",), value_of=lambda i, n: (f"b{i}", confidences[i])
+    )
+    Run.objects.filter(pk=scene.run.pk).update(model_dir=str(tmp_path))
+    with chromium_page() as page:
+        page.on("dialog", lambda dialog: dialog.accept())
+        sign_in(page, live_server.url, "alice", password)
+        page.goto(f"{live_server.url}/review/queue/?run={scene.run.pk}")
+        page.click("#auto-accept-link")
+        page.fill("#target", "98%")
+        page.click("#propose")
+        page.wait_for_selector("#proposal #threshold")
+        assert page.inner_text("#threshold") == "0.900"
+        assert page.inner_text("#estimate") == "98.5%" and page.inner_text("#interval") == "97.0%–99.3%"
+        assert page.inner_text("#accept-count") == "4" and "dev figures" in page.inner_text("#source")
+        page.click("#auto-accept")
+        page.wait_for_url(lambda url: "/review/queue/" in url)
+        page.wait_for_selector(".msg-success:has-text('Accepted 4 values')")
+    statuses = dict(ExtractedValue.objects.filter(run=scene.run).values_list("confidence", "review_status"))
+    assert statuses == {c: ("accepted" if c >= 0.9 else "pending") for c in confidences}
+
+
+def test_a_rater_changes_a_vote_and_the_results_count_the_new_one(live_server, carol, alice, password):
+    campaign = make_campaign(make_two_runs(n_products=2), raters_per_item=1)
+    with chromium_page() as page:
+        sign_in(page, live_server.url, "carol", password)
+        page.goto(f"{live_server.url}/ab/campaigns/{campaign.pk}/rate/")
+        page.wait_for_selector("#vote-form")
+        first_token = page.input_value("#vote-form input[name=item]")
+        page.keyboard.press("1")  # A is better
+        page.wait_for_selector("#change-last")
+        page.click("#change-last")
+        page.wait_for_selector("#changing")
+        assert page.get_attribute("#current-choice", "data-choice") == "a"
+        assert page.input_value("#vote-form input[name=item]") == first_token
+        page.keyboard.press("2")  # B is better after all
+        page.wait_for_selector("#progress-text:has-text('1 judged')")
+        page.context.clear_cookies()
+        sign_in(page, live_server.url, "alice", password)
+        page.goto(f"{live_server.url}/ab/campaigns/{campaign.pk}/results/")
+        votes_line = page.inner_text("main p.muted")
+        assert "1 of 2 votes cast" in votes_line
+    item = campaign.items.get(token=first_token)
+    b_system = item.system_b.name
+    assert list(Vote.objects.filter(rater=carol).order_by("id").values_list("choice", flat=True)) == [
+        "a",
+        "b",
+    ]
+    assert Vote.objects.current().get(rater=carol).choice == "b"
+    from evaluation.results import campaign_results
+
+    composition = campaign_results(campaign)["composition"]
+    first_won = b_system == campaign.first_system.name
+    assert (composition["first_wins"], composition["second_wins"]) == ((1, 0) if first_won else (0, 1))
