@@ -57,7 +57,10 @@ def started_message(started: list[Run]) -> str:
     products = f"{total} product{'s' if total != 1 else ''}"
     if len(started) == 1:
         return f"Queued {products}."
-    return f"Queued {products} in two linked runs, HPD and AR: this page compares them as they finish."
+    return (
+        f"Queued {products} in two linked runs, HPD and AR: with one worker free, AR starts when HPD "
+        "finishes (two free workers run them side by side); this page compares them as they finish."
+    )
 
 
 @require_GET

@@ -239,3 +239,20 @@ def test_the_start_message_counts_products_and_runs_in_plain_words(client_for, a
         reverse("extraction:start"), {"catalog": catalog.id, "decoder": "hpd"}, follow=True
     )
     assert "Queued 10 products." in response.content.decode()
+
+
+def test_a_both_run_says_that_ar_waits_for_hpd_until_it_starts(client_for, alice, catalog):
+    """QA: "Both" ran HPD 292 s and then AR 1,417 s with no word that the second waited."""
+    hpd, ar = do_start_run(RunRequest(decoder="both", catalog=catalog))
+    client = client_for(alice)
+    body = client.get(reverse("extraction:progress", args=[ar.id])).content.decode()
+    assert "this AR run starts when its linked HPD run" in body
+    assert (
+        "run-waits-for-linked"
+        not in client.get(reverse("extraction:progress", args=[hpd.id])).content.decode()
+    )
+    finish(hpd)
+    assert (
+        "run-waits-for-linked"
+        not in client.get(reverse("extraction:progress", args=[ar.id])).content.decode()
+    )
