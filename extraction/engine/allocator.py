@@ -6,10 +6,10 @@ large mmapped block is freed (up to 32 MB), after which such blocks come from th
 fragments of different sizes pile up and are never returned: stage 1 of the SmolLM2 fine-tune grew
 from 10 GB to 20 GB resident in 80 minutes. A fixed threshold keeps large tensors in mmap (returned
 to the system on free) and a low trim threshold returns freed heap tops; with them stage 2 stayed
-flat, but every big tensor then costs fresh zeroed pages (40% of the time in the kernel) and
-training ran at half speed. jemalloc keeps freed pages for reuse by size class, so memory stays
-flat *and* no time goes to page faults (stage 2 with it: 184 tokens/s against 81). So the train
-command runs under jemalloc when the system has it (Debian: `apt install libjemalloc2`), and
+flat, but every big tensor then costs fresh zeroed pages: 31% of the process's CPU time went to
+the kernel (stage 2, sampled from /proc). jemalloc keeps freed pages for reuse by size class, so
+memory stays flat (2.5-7 GB over 80 minutes at 4,096-token batches) with 12% in the kernel. So the
+train command runs under jemalloc when the system has it (Debian: `apt install libjemalloc2`), and
 falls back to the fixed glibc thresholds otherwise.
 """
 
