@@ -5,15 +5,15 @@ estimate. It comes from the values reviewers judged one by one on runs of the sa
 decoder (accepted = the model was right, corrected = it was wrong; bulk and auto-accepted values
 are left out, so auto-accept never confirms itself), or, until there are MIN_JUDGED of those, from
 the dev figures the model's slotwise.json carries (calibration -> precision_curve -> decoder).
-Intervals are Wilson 95% (scipy), as on the dev side.
+Intervals are Wilson 95% (calibration.wilson), as on the dev side.
 """
 
 from dataclasses import dataclass
 
 from django.db.models import OuterRef, Subquery
-from scipy.stats import binomtest
 
 from extraction import config
+from extraction.engine.calibration import CURVE_THRESHOLDS, wilson
 from extraction.models import ExtractedValue, Run
 from review.models import ValueEvent
 
@@ -21,9 +21,8 @@ from review.models import ValueEvent
 MIN_JUDGED = 200
 # A threshold above which fewer judged values lie says too little to be proposed.
 MIN_AT_THRESHOLD = 30
-CONFIDENCE = 0.95
-# The thresholds the page tabulates for reviewed values (the proposal may fall between them).
-GRID = (0.0, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975, 0.99)
+# The thresholds the page tabulates for reviewed values, the dev curve's (the proposal may fall between them).
+GRID = CURVE_THRESHOLDS
 REVIEWED, DEV = "reviewed", "dev"
 SOURCE_LABELS = {REVIEWED: "reviewed values of this model", DEV: "dev figures of this model"}
 # The history actions that mean a person looked at this one value.
@@ -69,11 +68,6 @@ class Estimate:
     @property
     def source_label(self) -> str:
         return SOURCE_LABELS.get(self.source, "")
-
-
-def wilson(right: int, n: int) -> tuple[float, float]:
-    interval = binomtest(right, n).proportion_ci(CONFIDENCE, method="wilson")
-    return float(interval.low), float(interval.high)
 
 
 def judged_values(run: Run):

@@ -139,17 +139,17 @@ def summary(confidences, correct, groups, stored: float | None = None) -> dict:
 
 
 CURVE_THRESHOLDS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.925, 0.95, 0.975, 0.99)
-Z95 = 1.959964
 
 
-def wilson(right: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a proportion right / n (95% by default); (0, 1) without points."""
+def wilson(right: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a proportion right / n (scipy's); (0, 1) without points. The one
+    definition: the dev precision curve and the review screens' estimate both use it."""
     if n <= 0:
         return 0.0, 1.0
-    p = right / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    from scipy.stats import binomtest
+
+    interval = binomtest(right, n).proportion_ci(confidence, method="wilson")
+    return float(interval.low), float(interval.high)
 
 
 def precision_curve(confidences, correct, temperature: float | None, thresholds=CURVE_THRESHOLDS):
