@@ -6,7 +6,7 @@ CHROMIUM := /usr/bin/chromium
 # Local PostgreSQL and Redis start only when DATABASE_URL / REDIS_URL are not given.
 LOCAL_SERVICES := $(if $(DATABASE_URL),,yes)
 
-.PHONY: dev test lint fmt services services-down venv model browser bench-import bench-engine clean-data
+.PHONY: dev test lint fmt services services-down venv model browser bench-import bench-load bench-engine clean-data
 
 venv: .venv/.installed
 
@@ -57,6 +57,12 @@ dev: venv model services
 bench-import: venv services
 	@if [ -z "$${DATABASE_URL:-}" ]; then eval "$$($(PY) scripts/services.py urls)"; fi; \
 	DEBUG=1 $(PY) manage.py bench_import --rows 100000
+
+# The review queue under load: locust's 50 simulated reviewers against gunicorn, on a database of its
+# own (slotwise_bench); prints requests/s, p50/p95/p99, errors, and lost / doubled writes.
+bench-load: venv services
+	@if [ -z "$${DATABASE_URL:-}" ]; then eval "$$($(PY) scripts/services.py urls)"; fi; \
+	$(PY) scripts/bench_load.py
 
 clean-data: services-down
 	rm -rf .data

@@ -29,6 +29,18 @@ DEFAULT_MAX_LOAD_FAILURES = 3
 DEFAULT_LOAD_RETRY_SECONDS = 60
 
 
+def drill_write_pause_seconds() -> float:
+    """The fault drill's window for killing a worker while it writes a batch: record_results waits
+    this long inside its transaction, after the values and before the commit. 0 (off) but in a drill."""
+    return max(0, env_int("EXTRACTION_DRILL_WRITE_PAUSE_SECONDS", 0))
+
+
+def database_wait_seconds() -> int:
+    """How long a worker that lost PostgreSQL waits for it to come back before its task gives up
+    (Celery retries the task later)."""
+    return max(1, env_int("EXTRACTION_DATABASE_WAIT_SECONDS", 120))
+
+
 def lease_seconds() -> int:
     return max(3, env_int("EXTRACTION_LEASE_SECONDS", DEFAULT_LEASE_SECONDS))
 

@@ -1,4 +1,4 @@
-"""Pieces of the fault drill and the run benchmark: a synthetic catalog, Redis restart, the tally."""
+"""Pieces of the fault drill and the run benchmark: a synthetic catalog, Redis and PostgreSQL restarts, the tally."""
 
 import itertools
 import os
@@ -67,13 +67,33 @@ def redis_is_local() -> bool:
     )
 
 
-def restart_redis() -> None:
-    subprocess.run(
-        [sys.executable, str(settings.BASE_DIR / "scripts" / "services.py"), "restart-redis"],
-        check=True,
-        capture_output=True,
-        timeout=60,
+def postgres_is_local() -> bool:
+    """True when the database is on the port of this checkout's PostgreSQL (scripts/services.py
+    then also checks that the server there runs from this checkout's data before restarting it)."""
+    db = settings.DATABASES["default"]
+    return db.get("HOST") in {"127.0.0.1", "localhost"} and int(db.get("PORT") or 5432) == int(
+        os.environ.get("SLOTWISE_PG_PORT", "5433")
     )
+
+
+def _services(action: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(settings.BASE_DIR / "scripts" / "services.py"), action],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if done.returncode:
+        raise RuntimeError(f"services.py {action} failed: {done.stderr.strip() or done.stdout.strip()}")
+
+
+def restart_redis() -> None:
+    _services("restart-redis")
+
+
+def restart_postgres() -> None:
+    _services("restart-postgres")
 
 
 @dataclass

@@ -11,6 +11,7 @@ Lock order is items, then the run row (record_results); leasing locks items only
 (SKIP LOCKED), and cancelling touches only queued items, so these never deadlock.
 """
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -20,7 +21,7 @@ from django.db.models import F, Min, Q
 from django.utils import timezone
 
 from catalog.models import Attribute
-from extraction import config
+from extraction import config, incidents
 from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.normalize import normalize_value
 
@@ -70,6 +71,9 @@ def lease_batch(run_id: int, owner: str, size: int, lease_seconds: int | None = 
         items = [item for item in items if item.schema_id == items[0].schema_id] if items else []
         if not items:
             return []
+        expired = [item for item in items if item.status == WorkItem.Status.LEASED]
+        if expired:
+            incidents.lease_taken_over(run_id, owner, [item.lease_owner for item in expired], len(expired))
         WorkItem.objects.filter(id__in=[item.id for item in items]).update(
             status=WorkItem.Status.LEASED,
             lease_owner=owner,
@@ -149,6 +153,8 @@ def record_results(
                 unique_fields=["run", "product", "attribute"],
                 update_fields=["raw_text", "value", "confidence", "truncated", "steps"],
             )
+            if config.drill_write_pause_seconds():
+                time.sleep(config.drill_write_pause_seconds())  # the drill kills the worker here
         finished = {"lease_expires_at": None, "finished_at": now, "done_by": owner, "writes": F("writes") + 1}
         WorkItem.objects.filter(id__in=done_ids).update(status=WorkItem.Status.DONE, error="", **finished)
         for item_id, error in failed:
@@ -166,6 +172,14 @@ def record_results(
     return len(ours)
 
 
+def release_own_leases(item_ids: list[int], owner: str) -> int:
+    """Queue again the items of `item_ids` still leased to `owner` (a worker whose write did not go
+    through hands its batch back at once instead of letting the lease run out); returns how many."""
+    return WorkItem.objects.filter(id__in=item_ids, lease_owner=owner, status=WorkItem.Status.LEASED).update(
+        status=WorkItem.Status.QUEUED, lease_owner="", lease_expires_at=None
+    )
+
+
 def release_expired_leases(now=None) -> int:
     """Give back the leases of workers that died (the reaper's job); returns how many.
 
@@ -178,14 +192,17 @@ def release_expired_leases(now=None) -> int:
         expired = (
             WorkItem.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(status=WorkItem.Status.LEASED, lease_expires_at__lt=now)
-            .values_list("id", "run_id", "run__status")
+            .values_list("id", "run_id", "run__status", "lease_owner")
         )
         by_run: dict[tuple[int, str], list[int]] = defaultdict(list)
-        for item_id, run_id, run_status in expired:
+        owners: dict[int, set[str]] = defaultdict(set)
+        for item_id, run_id, run_status, owner in expired:
             by_run[(run_id, run_status)].append(item_id)
+            owners[run_id].add(owner)
         released = {"lease_owner": "", "lease_expires_at": None}
         for (run_id, run_status), item_ids in by_run.items():
             items = WorkItem.objects.filter(id__in=item_ids)
+            incidents.lease_released(run_id, owners[run_id], len(item_ids), requeued=run_status in ACTIVE)
             if run_status in ACTIVE:
                 items.update(status=WorkItem.Status.QUEUED, **released)
                 continue

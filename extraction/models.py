@@ -136,7 +136,34 @@ class ExtractedValue(models.Model):
                 fields=["run", "product", "attribute"], name="unique_value_per_run_product_attribute"
             )
         ]
-        indexes = [models.Index(fields=["run", "review_status", "confidence"])]
+        indexes = [
+            models.Index(fields=["run", "review_status", "confidence"]),
+            # The queue over all statuses walks a run's values by (confidence, id) and stops after a
+            # page, instead of sorting tens of thousands of rows for every page.
+            models.Index(fields=["run", "confidence", "id"], name="value_queue_order"),
+        ]
+
+
+class RunIncident(models.Model):
+    """Something that interrupted a run and how it recovered (a worker that died, PostgreSQL away):
+    the run page lists them, so a run that finished after a failure says what happened."""
+
+    class Kind(models.TextChoices):
+        LEASE_TAKEN_OVER = "lease_taken_over", "Batch taken over"
+        LEASE_RELEASED = "lease_released", "Batch given back"
+        DATABASE_LOST = "database_lost", "Database connection lost"
+
+    run = models.ForeignKey(Run, related_name="incidents", on_delete=models.CASCADE)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    worker = models.CharField(max_length=200, blank=True)
+    message = models.TextField()
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+
+    def __str__(self):
+        return self.message
 
 
 class ModelLoadFailure(models.Model):

@@ -11,14 +11,15 @@ import threading
 import time
 
 from django.conf import settings
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 
-from extraction import config, decoding
+from extraction import config, decoding, incidents
 from extraction.leases import (
     ItemOutcome,
     lease_batch,
     next_run_with_takeable_work,
     record_results,
+    release_own_leases,
     renew_leases,
     set_model,
     why_nothing_to_lease,
@@ -30,6 +31,9 @@ log = logging.getLogger(__name__)
 
 # Upper bound on one idle wait, so a cancelled or finished run is noticed soon.
 MAX_IDLE_WAIT_SECONDS = 5.0
+# What a PostgreSQL restart or a dropped connection raises.
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+RECONNECT_INTERVAL_SECONDS = 1.0
 
 
 class LeaseHeartbeat:
@@ -43,7 +47,10 @@ class LeaseHeartbeat:
     def _beat(self) -> None:
         try:
             while not self._stop.wait(self.lease_seconds / 3):
-                renew_leases(self.item_ids, self.owner, self.lease_seconds)
+                try:
+                    renew_leases(self.item_ids, self.owner, self.lease_seconds)
+                except DATABASE_ERRORS:
+                    connection.close()  # PostgreSQL is away: a new connection at the next beat
         finally:
             connection.close()  # this thread's own connection
 
@@ -82,6 +89,31 @@ def hand_back_after_load_failure(run: Run, owner: str, error: str) -> None:
         kick_run(run.id)
 
 
+def wait_for_database() -> float:
+    """Reconnect until PostgreSQL answers; returns the seconds it took. Raises the last error after
+    config.database_wait_seconds() (the task is then retried by Celery)."""
+    started = time.monotonic()
+    while True:
+        connection.close()
+        try:
+            connection.ensure_connection()
+            return time.monotonic() - started
+        except DATABASE_ERRORS:
+            if time.monotonic() - started > config.database_wait_seconds():
+                raise
+            time.sleep(RECONNECT_INTERVAL_SECONDS)
+
+
+def recover_from_database_loss(run_id: int, owner: str, item_ids: list[int], exc: Exception) -> None:
+    """PostgreSQL went away mid-batch (restarted, or the connection dropped): wait for it, hand back
+    the batch whose write did not go through (a write that did commit left its items done, which
+    this leaves alone), and say so on the run page."""
+    log.warning("run %s: lost PostgreSQL (%s); reconnecting", run_id, exc)
+    seconds = wait_for_database()
+    released = release_own_leases(item_ids, owner) if item_ids else 0
+    incidents.database_lost(run_id, owner, f"{type(exc).__name__}: {exc}", seconds, released)
+
+
 def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
     """Lease, decode and record batches of the run until it is over (True) or `until` (False)."""
     run = Run.objects.filter(pk=run_id).first()
@@ -113,36 +145,48 @@ def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
     while True:
         if time.monotonic() >= until:
             return False
-        items = lease_batch(run_id, owner, batch_size, lease_seconds)
-        if not items:
-            waiting = why_nothing_to_lease(run_id)
-            if waiting.over:
+        held: list[int] = []
+        try:
+            if not _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, attributes, held):
                 return True
-            time.sleep(min(waiting.next_expiry_seconds + 0.2, MAX_IDLE_WAIT_SECONDS))
-            continue
-        given_up = [item for item in items if item.attempts > config.max_attempts()]
-        outcomes = [
-            ItemOutcome(
-                item.id, error=f"its worker stopped {item.attempts - 1} times while decoding it; gave up"
+        except DATABASE_ERRORS as exc:
+            recover_from_database_loss(run_id, owner, held, exc)
+
+
+def _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, attributes, held) -> bool:
+    """Lease, decode and record one batch (its item ids go into `held` as soon as it is leased);
+    False when the run is over."""
+    run_id = run.id
+    items = lease_batch(run_id, owner, batch_size, lease_seconds)
+    if not items:
+        waiting = why_nothing_to_lease(run_id)
+        if waiting.over:
+            return False
+        time.sleep(min(waiting.next_expiry_seconds + 0.2, MAX_IDLE_WAIT_SECONDS))
+        return True
+    held.extend(item.id for item in items)
+    given_up = [item for item in items if item.attempts > config.max_attempts()]
+    outcomes = [
+        ItemOutcome(item.id, error=f"its worker stopped {item.attempts - 1} times while decoding it; gave up")
+        for item in given_up
+    ]
+    todo = [item for item in items if item not in given_up]
+    schema_id = items[0].schema_id
+    if schema_id not in attributes:
+        attributes[schema_id] = decoding.attribute_specs(schema_id)
+    totals = None
+    if todo:
+        with LeaseHeartbeat([item.id for item in items], owner, lease_seconds):
+            decoded, totals = decoding.decode_items(
+                extractor, todo, attributes[schema_id], run.decoder, stack
             )
-            for item in given_up
-        ]
-        todo = [item for item in items if item not in given_up]
-        schema_id = items[0].schema_id
-        if schema_id not in attributes:
-            attributes[schema_id] = decoding.attribute_specs(schema_id)
-        totals = None
-        if todo:
-            with LeaseHeartbeat([item.id for item in items], owner, lease_seconds):
-                decoded, totals = decoding.decode_items(
-                    extractor, todo, attributes[schema_id], run.decoder, stack
-                )
-            outcomes += decoded
-        written = record_results(run_id, owner, outcomes, totals)
-        if written < len(items):
-            log.warning(
-                "run %s: %d of %d leases were taken over before recording",
-                run_id,
-                len(items) - written,
-                len(items),
-            )
+        outcomes += decoded
+    written = record_results(run_id, owner, outcomes, totals)
+    if written < len(items):
+        log.warning(
+            "run %s: %d of %d leases were taken over before recording",
+            run_id,
+            len(items) - written,
+            len(items),
+        )
+    return True

@@ -59,6 +59,14 @@ def start_worker(name: str, log_dir: Path, env: dict | None = None, queues: str 
         )
 
 
+def signal_worker(proc: subprocess.Popen, signum: int) -> None:
+    """Send `signum` to the worker's whole process group (SIGSTOP / SIGCONT: a worker that hangs)."""
+    try:
+        os.killpg(proc.pid, signum)
+    except ProcessLookupError:
+        pass
+
+
 def kill_worker(proc: subprocess.Popen) -> None:
     """SIGKILL the worker and its pool child: nothing gets to clean up or acknowledge."""
     try:

@@ -10,6 +10,7 @@ confidence at least t") is a bulk accept whose filter says status=pending, min_c
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from extraction.models import ExtractedValue
@@ -35,9 +36,14 @@ def inline_limit() -> int:
     return getattr(settings, "REVIEW_BULK_INLINE_LIMIT", 1000)
 
 
+def eligible(action: str) -> Q:
+    """Values a bulk `action` may change: never a correction, nor one already in the target state."""
+    return ~Q(review_status=Status.CORRECTED) & ~Q(review_status=TARGET[action])
+
+
 def candidates(queue_filter: QueueFilter, action: str):
     """The values a bulk `action` would change under `queue_filter`."""
-    return queue_filter.values().exclude(review_status=Status.CORRECTED).exclude(review_status=TARGET[action])
+    return queue_filter.values().filter(eligible(action))
 
 
 def do_create_bulk_action(queue_filter: QueueFilter, action: str, user) -> BulkAction:
@@ -57,13 +63,10 @@ def _apply_chunk(job: BulkAction, ids: list[int]) -> tuple[int, int]:
     Each value goes through review_locked, the transition a single review uses, so history and
     gold follow one rule whichever way a value was reviewed.
     """
-    target = TARGET[job.action]
     with transaction.atomic():
         rows = list(
             ExtractedValue.objects.select_for_update(of=("self",))
-            .filter(pk__in=ids)
-            .exclude(review_status=Status.CORRECTED)
-            .exclude(review_status=target)
+            .filter(eligible(job.action), pk__in=ids)
             .select_related("attribute", "product", "reviewed_by")
             .order_by("pk")
         )

@@ -7,7 +7,7 @@ matches" means the same rows everywhere. Stored jobs keep the filter as its quer
 from dataclasses import asdict, dataclass
 
 from django.conf import settings
-from django.db.models import Case, F, IntegerField, OuterRef, QuerySet, Subquery, Value, When
+from django.db.models import Case, Exists, F, IntegerField, OuterRef, QuerySet, Subquery, Value, When
 
 from extraction.models import ExtractedValue, Run
 
@@ -24,11 +24,27 @@ class FilterError(ValueError):
     """A query parameter the queue cannot use; the message names the parameter and the reason."""
 
 
+def runs_with_values() -> QuerySet:
+    """Runs that have at least one value, newest first: an EXISTS probe per run on the values'
+    run index, not a join over every value (a run holds tens of thousands)."""
+    has_values = ExtractedValue.objects.filter(run=OuterRef("pk"))
+    return Run.objects.filter(Exists(has_values)).order_by("-created_at", "-id")
+
+
+# ordered_values' partner argument when the caller has not looked it up
+LOOK_UP = object()
+
+
 def partner_of(run: Run) -> Run | None:
-    """The run linked with `run` for comparison (HPD with AR), in whichever direction it was linked."""
+    """The run linked with `run` for comparison (HPD with AR), in whichever direction it was linked.
+
+    No query when `run` was fetched with select_related("linked_run", "linked_from")."""
     if run.linked_run_id:
         return run.linked_run
-    return Run.objects.filter(linked_run=run).first()
+    try:
+        return run.linked_from
+    except Run.DoesNotExist:
+        return None
 
 
 def _optional_id(params, name: str) -> int | None:
@@ -100,7 +116,7 @@ class QueueFilter:
         values are still arriving); the newest run with values when none has finished yet."""
         if self.run is not None:
             return self
-        with_values = Run.objects.filter(values__isnull=False).order_by("-created_at", "-id")
+        with_values = runs_with_values()
         latest = (
             with_values.filter(status=Run.Status.DONE).values("pk").first()
             or with_values.values("pk").first()
@@ -138,12 +154,16 @@ class QueueFilter:
             qs = qs.filter(confidence__lte=self.max_confidence)
         return qs
 
-    def ordered_values(self) -> QuerySet:
-        """The queue as shown: with the linked run's value beside each value, in the chosen order."""
+    def ordered_values(self, partner=LOOK_UP) -> QuerySet:
+        """The queue as shown: with the linked run's value beside each value, in the chosen order.
+
+        `partner`: the filter run's linked run (or None), when the caller has it already.
+        """
         qs = self.values().select_related(
             "product", "product__catalog", "product__category", "attribute", "reviewed_by"
         )
-        partner = partner_of(Run.objects.get(pk=self.run)) if self.run is not None else None
+        if partner is LOOK_UP:
+            partner = partner_of(self.run_with_partner()) if self.run is not None else None
         if partner is not None:
             other = ExtractedValue.objects.filter(
                 run=partner, product=OuterRef("product"), attribute=OuterRef("attribute")
@@ -160,6 +180,12 @@ class QueueFilter:
                 )
             )
         return qs.order_by(*self.ordering(partner is not None))
+
+    def run_with_partner(self) -> Run | None:
+        """The filter's run, fetched with its linked run in either direction (one query)."""
+        if self.run is None:
+            return None
+        return Run.objects.select_related("linked_run", "linked_from").filter(pk=self.run).first()
 
     def ordering(self, has_partner: bool) -> list[str]:
         """The queue's order; disagreement needs a linked run, without one it is by confidence."""

@@ -37,15 +37,22 @@ def sync_gold(value: ExtractedValue, user) -> None:
         return  # a blind label stays the gold whatever happens to the model's values
     if value.review_status in APPROVED:
         kind, run_id = provenance_of(value.reviewed_value, value)
-        GoldValue.objects.update_or_create(
-            **key,
-            defaults={
-                "value": value.reviewed_value,
-                "source": value,
-                "provenance": kind,
-                "from_run_id": run_id,
-                "approved_by": user,
-            },
+        # One INSERT ... ON CONFLICT DO UPDATE: race-free against a concurrent review of the same
+        # attribute, and one statement where update_or_create takes a lock, savepoints and two more.
+        GoldValue.objects.bulk_create(
+            [
+                GoldValue(
+                    **key,
+                    value=value.reviewed_value,
+                    source=value,
+                    provenance=kind,
+                    from_run_id=run_id,
+                    approved_by=user,
+                )
+            ],
+            update_conflicts=True,
+            unique_fields=["product", "attribute_name", "schema"],
+            update_fields=["value", "source", "provenance", "from_run", "approved_by", "approved_at"],
         )
         return
     if gold is None or (gold.source_id is not None and gold.source_id != value.pk):

@@ -64,7 +64,10 @@ class Page:
         return self.first_position + len(self.rows) - 1
 
 
-def page_of(qs: QuerySet, ordering: list[str], size: int, after: str = "", before: str = "") -> Page:
+def page_of(
+    qs: QuerySet, ordering: list[str], size: int, after: str = "", before: str = "", total: int | None = None
+) -> Page:
+    """`total`: the filter's count when the caller has it already (one query fewer)."""
     if after:
         rows = list(qs.filter(_beyond(_parse(after, ordering), ordering, forward=True))[:size])
     elif before:
@@ -72,9 +75,11 @@ def page_of(qs: QuerySet, ordering: list[str], size: int, after: str = "", befor
         rows.reverse()
     else:
         rows = list(qs[:size])
-    total = qs.count()
+    total = qs.count() if total is None else total
     first = 0
-    if rows:
+    if rows and not (after or before):
+        first = 1  # the first page: nothing comes before it
+    elif rows:
         start = _parse(key_of(rows[0], ordering), ordering)
         first = qs.filter(_beyond(start, ordering, forward=False)).count() + 1
     return Page(

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from extraction.models import ExtractedValue
 from review.actions import shown_value
-from review.filters import QueueFilter
+from review.filters import QueueFilter, partner_of
 from review.highlight import highlight, occurs
 
 
@@ -39,5 +39,11 @@ def make_row(value: ExtractedValue, outcome: str = "ok", message: str = "", atte
 
 def fresh_row(value_id: int, **kwargs) -> Row:
     """The row of one value as the queue would list it now (with its linked run's value)."""
-    value = ExtractedValue.objects.only("run_id").get(pk=value_id)
-    return make_row(QueueFilter(run=value.run_id).ordered_values().get(pk=value_id), **kwargs)
+    run = (
+        ExtractedValue.objects.select_related("run__linked_run", "run__linked_from")
+        .only("run")
+        .get(pk=value_id)
+        .run
+    )
+    rows = QueueFilter(run=run.pk).ordered_values(partner=partner_of(run))
+    return make_row(rows.get(pk=value_id), **kwargs)

@@ -15,6 +15,8 @@ against another checkout's database.
     python scripts/services.py urls          print export lines (DATABASE_URL, REDIS_URL, ports)
     python scripts/services.py down          stop this checkout's two, whatever their ports
     python scripts/services.py restart-redis stop and start Redis (the fault drill uses it)
+    python scripts/services.py restart-postgres  stop (fast: clients cut off) and start PostgreSQL
+                                                 (the fault drill; this checkout's server only)
 """
 
 from __future__ import annotations
@@ -417,6 +419,15 @@ def pg_down(checkout: Checkout) -> None:
         )
 
 
+def pg_restart(checkout: Checkout, port: int) -> None:
+    """Stop (fast: every client is cut off) and start this checkout's PostgreSQL: the fault drill's
+    outage. Refused unless the server on `port` runs from this checkout's data."""
+    if not is_ours(postgres_on(port), checkout.pgdata, pg_pid(checkout)):
+        raise ServicesError(f"PostgreSQL on port {port} is not this checkout's running server: not restarted")
+    pg_down(checkout)  # pg_ctl -D: the server of this checkout's data, and no other
+    pg_up(checkout, port)
+
+
 # --- Redis ---------------------------------------------------------------------------------------
 
 
@@ -513,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("action", choices=["up", "down", "restart-redis", "urls"])
+    parser.add_argument("action", choices=["up", "down", "restart-redis", "restart-postgres", "urls"])
     parser.add_argument("--env", action="store_true", help="print shell export lines for the URLs")
     parser.add_argument("--redis-db", type=int, default=0, help="Redis database number (tests use 1)")
     args = parser.parse_args(argv)
@@ -526,6 +537,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.action == "down":
             redis_down(checkout)
             pg_down(checkout)
+        elif args.action == "restart-postgres":
+            pg_restart(checkout, chosen.pg)
         elif args.action == "restart-redis":
             redis_down(checkout)
             redis_up(checkout, chosen.redis)

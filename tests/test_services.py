@@ -122,6 +122,21 @@ def test_it_refuses_a_postgresql_that_runs_from_another_checkouts_data(tmp_path)
     assert not intruder.pgdata.exists()  # refused before anything was made or started
 
 
+def test_it_restarts_no_postgresql_but_its_own(tmp_path):
+    """The fault drill's restart-postgres, asked by a checkout whose server this is not."""
+    db = settings.DATABASES["default"]
+    listener = services.postgres_on(int(db["PORT"] or 5432))
+    if db["HOST"] not in {"127.0.0.1", "localhost"} or listener is None or listener.data_dir is None:
+        pytest.skip("DATABASE_URL is not a local PostgreSQL started by scripts/services.py")
+    intruder = make_checkout(tmp_path / "intruder")
+    postmaster = services._pid_in(listener.data_dir / "postmaster.pid")
+    with pytest.raises(ServicesError, match="is not this checkout's running server: not restarted"):
+        services.pg_restart(intruder, listener.port)
+    # the same server answers, never stopped: its postmaster is the one from before
+    assert services.postgres_on(listener.port).data_dir == listener.data_dir
+    assert services._pid_in(listener.data_dir / "postmaster.pid") == postmaster
+
+
 def test_a_leftover_test_database_is_dropped_with_its_connections(django_db_blocker):
     leftover = "test_slotwise_leftover_probe"
     with django_db_blocker.unblock(), connection._nodb_cursor() as cursor:

@@ -2,13 +2,15 @@
 
 from urllib.parse import urlencode
 
+from django.db.models import Count, Q
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from catalog.models import Catalog, Category
+from catalog.models import Attribute, Catalog, Category
 from extraction.models import ExtractedValue, Run
-from review import bulk, exports, shortcuts
-from review.filters import SORTS, FilterError, QueueFilter, page_size, partner_of
+from review import bulk, shortcuts
+from review.filters import SORTS, FilterError, QueueFilter, page_size, partner_of, runs_with_values
+from review.gold import APPROVED
 from review.paging import CursorError, page_of
 from review.rows import make_row
 from review.views.common import bad_request, reviewers_only, settings_of
@@ -16,17 +18,32 @@ from review.views.common import bad_request, reviewers_only, settings_of
 RUN_CHOICES = 50
 
 
-def _choices(queue_filter: QueueFilter) -> dict:
-    attributes = ExtractedValue.objects.all()
-    if queue_filter.run is not None:
-        attributes = attributes.filter(run_id=queue_filter.run)
+def _attribute_names(run: Run | None) -> list[str]:
+    """The attribute filter's choices: a run's are its schema versions' attributes (a few rows, not
+    a DISTINCT over the run's values); without a run, every attribute that has values."""
+    if run is not None:
+        names = Attribute.objects.filter(schema__runs=run).values_list("name", flat=True)
+    else:
+        names = ExtractedValue.objects.values_list("attribute__name", flat=True)
+    return sorted(set(names.distinct()))
+
+
+def _counts(queue_filter: QueueFilter) -> dict:
+    """The page's total, the bulk buttons' and the export's counts in one pass over the filter's values."""
+    return queue_filter.values().aggregate(
+        total=Count("pk"),
+        bulk_accept_count=Count("pk", filter=bulk.eligible(bulk.BulkAction.Action.ACCEPT)),
+        bulk_reject_count=Count("pk", filter=bulk.eligible(bulk.BulkAction.Action.REJECT)),
+        approved_count=Count("pk", filter=Q(review_status__in=APPROVED)),  # as exports.approved
+    )
+
+
+def _choices(queue_filter: QueueFilter, run: Run | None) -> dict:
     return {
-        "runs": Run.objects.filter(values__isnull=False)
-        .distinct()
-        .order_by("-created_at", "-id")[:RUN_CHOICES],
+        "runs": runs_with_values()[:RUN_CHOICES],
         "catalogs": Catalog.objects.all(),
         "categories": Category.objects.all(),
-        "attributes": sorted(set(attributes.values_list("attribute__name", flat=True).distinct())),
+        "attributes": _attribute_names(run),
         "statuses": ExtractedValue.ReviewStatus.choices,
         "sorts": SORTS.items(),
     }
@@ -35,14 +52,16 @@ def _choices(queue_filter: QueueFilter) -> dict:
 def queue_context(request, queue_filter: QueueFilter) -> dict:
     """Raises CursorError for a page cursor that does not fit the filter's order."""
     queue_filter = queue_filter.with_default_run()
-    run = Run.objects.filter(pk=queue_filter.run).first() if queue_filter.run else None
+    run = queue_filter.run_with_partner()
     partner = partner_of(run) if run else None
+    counts = _counts(queue_filter)
     page = page_of(
-        queue_filter.ordered_values(),
+        queue_filter.ordered_values(partner=partner),
         queue_filter.ordering(partner is not None),
         page_size(),
         after=request.GET.get("after", ""),
         before=request.GET.get("before", ""),
+        total=counts.pop("total"),
     )
     params = queue_filter.as_params()
     return {
@@ -53,10 +72,8 @@ def queue_context(request, queue_filter: QueueFilter) -> dict:
         "rows": [make_row(v) for v in page.rows],
         "run": run,
         "partner": partner,
-        "bulk_accept_count": bulk.candidates(queue_filter, bulk.BulkAction.Action.ACCEPT).count(),
-        "bulk_reject_count": bulk.candidates(queue_filter, bulk.BulkAction.Action.REJECT).count(),
-        "approved_count": exports.approved(queue_filter).count(),
-        **_choices(queue_filter),
+        **counts,
+        **_choices(queue_filter, run),
     }
 
 

@@ -3,6 +3,7 @@
 import json
 
 from django.contrib import messages
+from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -30,7 +31,6 @@ def _row_response(request, row, status=200):
 @require_POST
 @reviewers_only
 def review_value(request, value_id: int):
-    value = get_object_or_404(ExtractedValue, pk=value_id)
     action = request.POST.get("action", "")
     # The edit box travels with every action; only a correction means what is typed in it.
     text = request.POST.get("value") if action == ValueEvent.Action.CORRECT else None
@@ -40,24 +40,26 @@ def review_value(request, value_id: int):
     if not version.isdigit():
         return bad_request("version: the form must send the version of the value it shows")
     try:
-        do_review(value.pk, int(version), action, request.user, text=text)
+        do_review(value_id, int(version), action, request.user, text=text)
+    except ExtractedValue.DoesNotExist:
+        raise Http404(f"there is no value {value_id}") from None
     except ReviewConflict as exc:
         if not request.htmx:
             messages.error(request, str(exc))
             return redirect_back(request)
         return _row_response(
-            request, fresh_row(value.pk, outcome="conflict", message=str(exc), attempted=text or ""), CONFLICT
+            request, fresh_row(value_id, outcome="conflict", message=str(exc), attempted=text or ""), CONFLICT
         )
     except ReviewError as exc:
         if not request.htmx:
             messages.error(request, str(exc))
             return redirect_back(request)
         return _row_response(
-            request, fresh_row(value.pk, outcome="error", message=str(exc), attempted=text or ""), 400
+            request, fresh_row(value_id, outcome="error", message=str(exc), attempted=text or ""), 400
         )
     if not request.htmx:
         return redirect_back(request)
-    return _row_response(request, fresh_row(value.pk))
+    return _row_response(request, fresh_row(value_id))
 
 
 def _trigger(response, text: str, focus: int | None = None):
