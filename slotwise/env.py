@@ -72,5 +72,4 @@ def parse_database_url(url: str) -> dict:
         "HOST": host,
         "PORT": str(parsed.port or ""),
         "OPTIONS": options,
-        "CONN_MAX_AGE": 0,
     }

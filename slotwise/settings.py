@@ -72,7 +72,14 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": parse_database_url(env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5433/slotwise"))
+    "default": {
+        **parse_database_url(env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5433/slotwise")),
+        # A connection kept for a minute: opening one (a PostgreSQL backend forked, authenticated) cost
+        # more CPU than the review queue's queries under load. The health check drops one the server
+        # closed (a restart) before a request uses it.
+        "CONN_MAX_AGE": env_int("DB_CONN_MAX_AGE", 60, minimum=0),
+        "CONN_HEALTH_CHECKS": True,
+    }
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
