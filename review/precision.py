@@ -1,9 +1,11 @@
 """Precision as a function of the confidence threshold, and the threshold that reaches a target.
 
 Auto-accept ("accept every pending value with confidence at least t") is only as good as this
-estimate. It comes from the values reviewers judged one by one on runs of the same model and
-decoder (accepted = the model was right, corrected = it was wrong; bulk and auto-accepted values
-are left out, so auto-accept never confirms itself), or, until there are MIN_JUDGED of those, from
+estimate. It comes from the values people judged on runs of the same model and decoder: one by one in
+the queue (accepted = the model was right, corrected = it was wrong) or by labelling the product
+blind (right when the value is the label; blind labels are the judgement least swayed by the
+model). Bulk and auto-accepted values are left out, so auto-accept never confirms itself. Until
+there are MIN_JUDGED of those, the estimate comes from
 the dev figures the model's slotwise.json carries (calibration -> precision_curve -> decoder).
 Intervals are Wilson 95% (calibration.wilson), as on the dev side.
 """
@@ -13,9 +15,10 @@ from dataclasses import dataclass
 from django.db.models import OuterRef, Subquery
 
 from extraction import config
+from extraction.engine import metric
 from extraction.engine.calibration import CURVE_THRESHOLDS, wilson
 from extraction.models import ExtractedValue, Run
-from review.models import ValueEvent
+from review.models import GoldValue, ValueEvent
 
 # Below this many judged values of a model the dev figures are the better estimate.
 MIN_JUDGED = 200
@@ -60,7 +63,7 @@ def percent(fraction: float) -> str:
 @dataclass(frozen=True)
 class Estimate:
     source: str  # REVIEWED or DEV, or "" when neither could say anything
-    judged: int  # values of this model and decoder a reviewer judged one by one
+    judged: int  # values of this model and decoder a person judged (by hand or blind)
     curve: list[Point]  # for the page's table
     proposal: Point | None  # the lowest threshold reaching the target; None when none does
     note: str = ""  # why there is no estimate, or what to keep in mind
@@ -70,21 +73,38 @@ class Estimate:
         return SOURCE_LABELS.get(self.source, "")
 
 
-def judged_values(run: Run):
-    """Values of runs with `run`'s model (name and revision) and decoder that a reviewer accepted or
-    corrected by hand, as (confidence, right) pairs."""
+def judged_values(run: Run) -> list[tuple[float, bool]]:
+    """(confidence, right) for each value of runs with `run`'s model (name and revision) and
+    decoder that a person judged: accepted or corrected by hand, else labelled blind."""
+    same_model = ExtractedValue.objects.filter(
+        run__decoder=run.decoder,
+        run__model_name=run.model_name,
+        run__model_revision=run.model_revision,
+    )
     last_action = ValueEvent.objects.filter(value=OuterRef("pk")).order_by("-at", "-id").values("action")[:1]
-    return (
-        ExtractedValue.objects.filter(
-            run__decoder=run.decoder,
-            run__model_name=run.model_name,
-            run__model_revision=run.model_revision,
-            review_status__in=(Status.ACCEPTED, Status.CORRECTED),
-        )
+    by_hand = (
+        same_model.filter(review_status__in=(Status.ACCEPTED, Status.CORRECTED))
         .annotate(last_action=Subquery(last_action))
         .filter(last_action__in=JUDGED_BY_HAND)
-        .values_list("confidence", "review_status")
     )
+    pairs = [
+        (c, status == Status.ACCEPTED) for c, status in by_hand.values_list("confidence", "review_status")
+    ]
+    label = GoldValue.objects.filter(
+        provenance=GoldValue.Provenance.BLIND,
+        product=OuterRef("product"),
+        attribute_name=OuterRef("attribute__name"),
+        schema=OuterRef("attribute__schema"),
+    ).values("value")[:1]
+    labelled = (
+        same_model.exclude(pk__in=by_hand.values("pk"))
+        .annotate(label=Subquery(label))
+        .filter(label__isnull=False)
+        .values_list("confidence", "value", "label")
+    )
+    # Accepting the value is right when it is the label, an n/a included.
+    pairs += [(c, metric.outcome(value, [gold]) in ("VC", "NN")) for c, value, gold in labelled]
+    return pairs
 
 
 def reviewed_curve(pairs: list[tuple[float, bool]], thresholds) -> list[Point]:
@@ -119,7 +139,7 @@ def lowest_reaching(pairs: list[tuple[float, bool]], target: float) -> Point | N
 
 def estimate(run: Run, target: float) -> Estimate:
     """Precision by threshold for `run`'s model and decoder, and the threshold proposed for `target`."""
-    pairs = [(c, status == Status.ACCEPTED) for c, status in judged_values(run)]
+    pairs = judged_values(run)
     if len(pairs) >= MIN_JUDGED:
         proposal = lowest_reaching(pairs, target)
         note = "" if proposal else f"no threshold reaches {percent(target)} on the {len(pairs)} judged values"

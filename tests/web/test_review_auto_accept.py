@@ -123,7 +123,31 @@ def test_with_200_judged_values_the_estimate_comes_from_them(bob, tmp_path):
     run_bulk_action(
         do_create_bulk_action(QueueFilter(run=scene.run.pk, min_confidence=0.96), "accept", bob).pk
     )
-    assert precision.judged_values(scene.run).count() == 200
+    assert len(precision.judged_values(scene.run)) == 200
+
+
+def test_blind_labels_judge_the_values_of_their_products(bob, tmp_path):
+    scene, values = scene_with_confidences([0.5, 0.7, 0.9, 0.95, 0.99])  # values b0 .. b4
+    labels = {0: "b0", 1: "something else", 2: "n/a", 3: "b3", 4: "b4"}
+    for i, label in labels.items():
+        value = values[i]
+        GoldValue.objects.create(
+            product=value.product,
+            attribute_name=value.attribute.name,
+            schema=value.attribute.schema,
+            value=label,
+            provenance=GoldValue.Provenance.BLIND,
+            approved_by=bob,
+        )
+    do_review(values[4].pk, 0, "correct", bob, text="fixed")  # judged by hand: counted once, as wrong
+    assert sorted(precision.judged_values(scene.run)) == [
+        (0.5, True),
+        (0.7, False),
+        (0.9, False),  # a value where the label says the attribute is absent
+        (0.95, True),
+        (0.99, False),
+    ]
+    assert "only 5 values of this model are judged" in precision.estimate(scene.run, 0.98).note
 
 
 def test_below_200_judged_values_the_dev_figures_stand_in(bob, tmp_path):
