@@ -64,6 +64,12 @@ _TRUE = {"yes", "y", "true", "1"}
 _FALSE = {"no", "n", "false", "0"}
 
 
+def known_units() -> list[str]:
+    """Every unit spelling the rules know (lowercase), longest first: what a number slot may write
+    after its number (extraction.engine.constraints.NumberRule)."""
+    return sorted(set(_UNIT_FACTORS) | set(_UNIT_SPELLINGS), key=lambda u: (-len(u), u))
+
+
 def unit_key(unit: str) -> str:
     lowered = unit.strip().lower().rstrip(".")
     return _UNIT_SPELLINGS.get(lowered, lowered)

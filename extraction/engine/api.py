@@ -43,10 +43,16 @@ class Document:
 
 @dataclass
 class ValueResult:
-    text: str
+    text: str  # the value: for a number in its attribute's unit (constraints.NumberRule.finish)
     confidence: float
     steps: int
     truncated: bool
+    raw: str | None = None  # the text as decoded, before finish (a number in its own unit)
+
+
+def finish(rule, text: str) -> str:
+    """The decoded text as its attribute's value (rule None: unchanged; "n/a" stays "n/a")."""
+    return text if rule is None or text == NA else rule.finish(text)
 
 
 @dataclass
@@ -127,13 +133,17 @@ class Extractor:
         extractive: bool | None = None,
         calibrate: bool = True,
         quantize: str | None = None,
+        typed: bool = True,
     ):
         """extractive: every value is a substring of its document or "n/a" (hpd, fork and ar; pld
         stays unconstrained). None: as the model directory's slotwise.json says ("extractive"),
         else off (plain greedy decoding). calibrate: map confidences with slotwise.json's
         "calibration" temperatures (False: raw confidences, what evaluate measures and fits).
         quantize: "int8" for dynamic int8 quantization of the linear layers (CPU only). dtype None:
-        bfloat16 on cuda; on the CPU the model's slotwise.json "cpu_dtype", else float32."""
+        bfloat16 on cuda; on the CPU the model's slotwise.json "cpu_dtype", else float32. typed: the
+        attribute types constrain the values (AttributeSpec.kind: an enumeration decodes one of its
+        values, a boolean yes / no, a number a number with a unit, in hpd, fork and ar; pld's values
+        that break them read "n/a"); False: every attribute is text (the negative control)."""
         from . import modeling
 
         self.device = device
@@ -158,6 +168,7 @@ class Extractor:
         if extractive is None:
             extractive = bool(stored.get("extractive", False))
         self.extractive: bool = extractive
+        self.typed: bool = typed
         # confidence temperatures per decoder (slotwise.json "calibration"), applied in extract()
         self.temperatures: dict[str, float] = calibration_temperatures(stored.get("calibration"), extractive)
         self.calibrate: bool = calibrate
@@ -185,13 +196,41 @@ class Extractor:
         self._prefix.clear()
 
     def schema(self, attributes: list[AttributeSpec]) -> SchemaPrompt:
-        key = tuple((a.name, a.description, a.max_tokens) for a in attributes)
+        """The schema's prompt ids and slot constraints (cached per tuple of specs). An attribute
+        whose constraint has a longest value (an enumeration) gets a gap that holds it."""
+        from .constraints import widen
+
+        key = tuple(attributes)
         if key not in self._schemas:
             schema = schema_prompt(self.tokenizer, list(attributes))
             schema.end_rules = [self.end_rule(a.name) for a in attributes]
             schema.start_rules = [self.start_rule(a.name) for a in attributes]
+            schema.rules = [self.slot_rule(a, schema, n) for n, a in enumerate(attributes)]
+            # the gaps live in the specs; the prompt ids do not depend on them
+            schema.attributes = [widen(a, r) for a, r in zip(attributes, schema.rules, strict=True)]
             self._schemas[key] = schema
         return self._schemas[key]
+
+    def slot_rule(self, a: AttributeSpec, schema: SchemaPrompt, n: int):
+        """The constraint of attribute n (constraints.py), or None for a free value: text is a span
+        when decoding is extractive (unless the attribute is free); with typed off, every attribute
+        is text. An enumeration without values is text."""
+        from . import constraints, extractive
+
+        kind = a.kind if self.typed else "text"
+        if kind not in constraints.KINDS:
+            raise ValueError(f"attribute {a.name!r}: kind must be one of {constraints.KINDS}, not {kind!r}")
+        na = schema.na_ids if a.na else None
+        if kind == "enum" and a.allowed_values:
+            return constraints.choice_rule(self.tokenizer, a.allowed_values, na)
+        if kind == "boolean":
+            return constraints.choice_rule(self.tokenizer, constraints.BOOLEAN_VALUES, na)
+        if kind == "number":
+            table = extractive.TokenTable.from_tokenizer(self.tokenizer)
+            return constraints.NumberRule(table, a.unit, na)
+        if self.extractive and not a.free:
+            return constraints.SpanRule(schema.na_ids, schema.end_rule(n), schema.start_rule(n))
+        return None
 
     def end_rule(self, name: str) -> int:
         """Where values of attribute ``name`` may end (layout.FREE / WORD / COMPOUND)."""
@@ -278,11 +317,15 @@ class Extractor:
         self.check_span(schema, ids)
         order = sorted(range(len(docs)), key=lambda i: len(ids[i]))  # similar lengths share a batch
         sorted_ids = [ids[i] for i in order]
-        spans = None
-        if self.extractive:
-            from .extractive import doc_index
+        from .constraints import needs_document
 
-            spans = [doc_index(self.tokenizer, docs[i].text) for i in order]
+        spans = None  # None: no constraint; a list (entries None when no rule is a span): constrained
+        if any(r is not None for r in schema.rules):
+            spans = [None] * len(docs)
+            if needs_document(schema.rules):
+                from .extractive import doc_index
+
+                spans = [doc_index(self.tokenizer, docs[i].text) for i in order]
         t0 = time.perf_counter()
         with torch.inference_mode():
             if decoder in ("hpd", "fork"):
@@ -327,7 +370,7 @@ class Extractor:
         for r, vals in enumerate(decoded):
             for (j, n), v in vals.items():
                 d = r // N if decoder == "fork" else r * J + j
-                res[d][names[n]] = self._value(v)
+                res[d][names[n]] = self._value(v, schema.rules[n])
         stats = BatchStats(
             counters.forward_steps,
             counters.tokens_decoded,
@@ -338,10 +381,15 @@ class Extractor:
         )
         return res, stats
 
-    def _value(self, v) -> ValueResult:
+    def _value(self, v, rule) -> ValueResult:
         text = self.tokenizer.decode(v.ids, skip_special_tokens=True).strip() or NA
-        conf = math.exp(sum(v.logprobs) / len(v.logprobs)) if v.logprobs else 0.0
-        return ValueResult(text, conf, v.steps, v.truncated)
+        if not v.logprobs:
+            conf = 0.0
+        elif getattr(rule, "path_confidence", False):  # a choice: its path's share (constraints.py)
+            conf = math.exp(sum(v.logprobs))
+        else:
+            conf = math.exp(sum(v.logprobs) / len(v.logprobs))
+        return ValueResult(finish(rule, text), conf, v.steps, v.truncated, text)
 
     def _run_ar(self, schema, ids, decoder, batch, spans=None):
         from .ar import generate_json
@@ -352,12 +400,18 @@ class Extractor:
         outs, forwards = generate_json(
             self.model, self.tokenizer, schema, ids, B, prompt_lookup=lookup, spans=spans
         )
+        rules = dict(zip((a.name for a in schema.attributes), schema.rules, strict=True))
         res = []
         for o in outs:
             row = {}
             for name, v in o.values.items():
                 text = v.text.strip() if v.text and v.text.strip() else NA
-                row[name] = ValueResult(text, v.confidence, v.steps, v.truncated or v.text is None)
+                rule = rules[name]
+                if spans is None and rule is not None and not rule.accepts(text):
+                    text = NA  # unconstrained (pld) and outside its type: never returned as a value
+                row[name] = ValueResult(
+                    finish(rule, text), v.confidence, v.steps, v.truncated or v.text is None, text
+                )
             res.append(row)
         return res, BatchStats(
             forwards,

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
+from . import constraints
 from . import extractive as span
 from .layout import NA, SchemaPrompt, _quote, ar_max_new_tokens, build_ar_prompt, parse_ar_json
+from .token_masks import allowed_mask
 
 
 @dataclass
@@ -83,23 +85,25 @@ def max_new_tokens(schema: SchemaPrompt, extractive: bool) -> int:
 
 
 class ExtractiveProcessor(LogitsProcessor):
-    """Extractive AR-JSON, as strict as HPD: every row writes exactly layout.ar_target's format, and
-    each value is a substring of its document or "n/a".
+    """Constrained AR-JSON, as strict as HPD: every row writes exactly layout.ar_target's format, and
+    each value obeys its attribute's slot constraint (constraints.slot_rules; by default a
+    substring of its document or "n/a").
 
     Outside values the next token is forced (scaffold: keys in schema order, the terminator or key
     punctuation between values, '"}', eos), so a row can never stray from the format and a value
-    can never hold JSON the model made up. Inside value n only the tokens of extractive.SpanState
-    are allowed (HPD's rules, with the attribute's end / start rule), at most max_tokens of them
-    (HPD's gap; layout.ar_target cuts training values there too): the value then must end
-    (truncated[b][n] records that the constrained model would have gone on), or finish "n/a" when
-    on its way through it (value_budget). Without the terminator in AR, the end token (the next
-    key's first token, '"') ends a value only where the value may end. Greedy only (one new token
-    per call: not for prompt lookup)."""
+    can never hold JSON the model made up. Inside value n only the tokens its constraint state
+    allows are allowed (HPD's rules; a free value: any token), at most max_tokens of them (HPD's
+    gap; layout.ar_target cuts training values there too): the value then must end
+    (truncated[b][n] records that the constrained model would have gone on), or finish a fixed
+    path such as "n/a" when on its way through it (state.finishing(), value_budget). Without the
+    terminator in AR, the end token (the next key's first token, '"') ends a value only where the
+    value may end. Greedy only (one new token per call: not for prompt lookup). spans: each row's
+    extractive.DocIndex (None entries when no rule is a span)."""
 
-    def __init__(self, schema: SchemaPrompt, spans: list[span.DocIndex], prompt_len: int):
+    def __init__(self, schema: SchemaPrompt, spans: list[span.DocIndex | None], prompt_len: int):
         self.parts, self.ends = scaffold(schema)
         self.na = list(schema.na_ids)
-        self.rules = [(schema.end_rule(n), schema.start_rule(n)) for n in range(len(self.ends))]
+        self.rules = constraints.slot_rules(schema)
         self.gaps = list(schema.gaps)
         self.end_is_text = not schema.value_end_in_ar  # the end token may also be a document token
         self.index = list(spans)
@@ -107,7 +111,7 @@ class ExtractiveProcessor(LogitsProcessor):
         B = len(spans)
         self.part = [0] * B  # scaffold part being written, or the value after it (state not None)
         self.at = [0] * B  # tokens of that part written
-        self.state: list[span.SpanState | None] = [None] * B
+        self.state: list[object | None] = [None] * B
         self.done = [False] * B
         self.truncated = [[False] * len(self.ends) for _ in range(B)]
         self.seen = 0  # generated tokens already pushed
@@ -120,7 +124,9 @@ class ExtractiveProcessor(LogitsProcessor):
         if self.at[b] < len(self.parts[n]):
             return
         if n < len(self.ends):
-            self.state[b] = span.SpanState(self.index[b], self.na, self.ends[n], *self.rules[n])
+            rule = self.rules[n]
+            end = self.ends[n]
+            self.state[b] = rule.start(self.index[b], end) if rule is not None else constraints.FreeState(end)
         else:
             self.done[b] = True
 
@@ -138,9 +144,14 @@ class ExtractiveProcessor(LogitsProcessor):
             self.state[b], self.part[b], self.at[b] = None, self.part[b] + 1, 0
         self._settle(b)
 
-    def _value_allowed(self, st: span.SpanState) -> list[int]:
-        """SpanState.allowed(), without an end token that is only a document token here."""
+    def _value_allowed(self, st) -> list[int] | None:
+        """state.allowed() as a list (None: free), without an end token that is only a document
+        token here."""
         allowed = st.allowed()
+        if allowed is None:
+            return None
+        if isinstance(allowed, torch.Tensor):
+            allowed = allowed.tolist()
         if self.end_is_text and st.end in allowed and not st.may_end():
             allowed = [t for t in allowed if t != st.end] or [st.end]  # a '"' of the text, not an end
         return allowed
@@ -153,11 +164,13 @@ class ExtractiveProcessor(LogitsProcessor):
         if st is None:
             return [self.parts[n][self.at[b]]]
         if st.length < self.gaps[n]:
-            return self._value_allowed(st)
-        if 0 <= st.na_at < len(self.na):
-            return [self.na[st.na_at]]  # finish "n/a"
+            return self._value_allowed(st)  # None (a free value): every token
+        finish = st.finishing()
+        if finish is not None:
+            return [finish]  # finish "n/a"
         free = self._value_allowed(st)  # the gap is full: would the model have ended here?
-        self.truncated[b][n] = free[int(scores[b, free].argmax())] != st.end
+        best = int(scores[b].argmax()) if free is None else free[int(scores[b, free].argmax())]
+        self.truncated[b][n] = best != st.end
         return [st.end]
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
@@ -169,7 +182,7 @@ class ExtractiveProcessor(LogitsProcessor):
         allowed = [self.allowed(b, scores) for b in range(len(new))]
         if all(a is None for a in allowed):
             return scores
-        mask = span.allowed_mask(allowed, scores.shape[-1], scores.device)
+        mask = allowed_mask(allowed, scores.shape[-1], scores.device)
         return scores.masked_fill(~mask, float("-inf"))
 
 
@@ -184,7 +197,9 @@ def extractive_values(
     parsed from text: a value is exactly its tokens' bytes, leading space dropped, a substring of
     the document; a character cut by the gap is dropped). Confidence: exp(mean logprob) of the
     value's tokens and its end token (not when the gap forced it), as in HPD. An empty value
-    (whitespace only) reads "n/a", as in HPD."""
+    (whitespace only) reads "n/a", as in HPD. A choice's confidence is its path's probability
+    (constraints: rule.path_confidence), as in HPD."""
+    rules = constraints.slot_rules(schema)
     out = {}
     for n, (a, where) in enumerate(zip(schema.attributes, value_spans(schema, gen), strict=True)):
         if where is None:
@@ -194,9 +209,9 @@ def extractive_values(
         ids = gen[first:end]
         text = b"".join(table.pieces[t] or b"" for t in ids).decode("utf-8", "ignore").strip() or NA
         sel = lps[first : end if truncated[n] else end + 1] or [0.0]
-        out[a.name] = ARValue(
-            text, float(torch.tensor(sel).mean().exp()), min(end + 1, len(gen)), truncated[n]
-        )
+        path = getattr(rules[n], "path_confidence", False)
+        conf = float(torch.tensor(sel).sum().exp() if path else torch.tensor(sel).mean().exp())
+        out[a.name] = ARValue(text, conf, min(end + 1, len(gen)), truncated[n])
     return out
 
 
@@ -240,12 +255,13 @@ def generate_json(
     docs: list[list[int]],
     batch: int,
     prompt_lookup: int | None = None,
-    spans: list[span.DocIndex] | None = None,
+    spans: list[span.DocIndex | None] | None = None,
 ) -> tuple[list[AROutput], int]:
     """Greedy AR-JSON for every document -> (outputs, forward passes). prompt_lookup forces batch 1.
-    spans: per document, extractive.doc_index of the product text: extractive values
-    (ExtractiveProcessor: the format forced, every value a substring of its document or "n/a",
-    read from the token ids); not with prompt_lookup. Confidences then come from the constrained
+    spans: per document, extractive.doc_index of the product text (None entries when no attribute
+    is a span): constrained values (ExtractiveProcessor: the format forced, every value under its
+    slot constraint, by default a substring of its document or "n/a", read from the token ids);
+    not with prompt_lookup. Confidences then come from the constrained
     scores (renormalized over the allowed tokens), as in HPD. Without spans the output is free and
     parsed from its text (layout.parse_ar_json)."""
     if spans is not None and prompt_lookup:
@@ -288,7 +304,7 @@ def generate_json(
                     lps = [0.0] * len(toks)
                 text = tokenizer.decode(toks, skip_special_tokens=True)
                 if proc is not None:
-                    table = spans[i + b].table
+                    table = span.TokenTable.from_tokenizer(tokenizer)
                     vals = extractive_values(schema, table, toks, lps, proc.truncated[b])
                 else:
                     parsed = parse_ar_json(text, names)

@@ -28,9 +28,8 @@ keeps the end offsets of the occurrences of its value so far, so a step only wal
 
 from __future__ import annotations
 
-import torch
-
 from .layout import COMPOUND, FREE, WORD  # the boundary rules (tests and callers import them here too)
+from .token_masks import allowed_mask, constrain  # noqa: F401 - callers import them here too
 
 
 def _byte_decoder() -> dict[str, int]:
@@ -218,6 +217,10 @@ class SpanState:
             out.add(self.na[self.na_at])
         return sorted(out) if out else [self.end]
 
+    def finishing(self) -> int | None:
+        """The token that must come next when the gap is full: the rest of "n/a" once on it."""
+        return self.na[self.na_at] if 0 <= self.na_at < len(self.na) else None
+
     def push(self, tok: int) -> None:
         """The slot emitted tok (not the end token)."""
         tok = int(tok)
@@ -258,30 +261,3 @@ def allowed_tokens(
     for t in value:
         state.push(t)
     return state.allowed()
-
-
-def allowed_mask(allowed: list[list[int] | None], vocab: int, device=None) -> torch.Tensor:
-    """One allowed list per row (None: unconstrained) -> bool mask [rows, vocab], True = allowed."""
-    mask = torch.zeros((len(allowed), vocab), dtype=torch.bool, device=device)
-    rows = [r for r, a in enumerate(allowed) if a is None]
-    if rows:
-        mask[rows] = True
-    r_idx = [r for r, a in enumerate(allowed) if a is not None for _ in a]
-    t_idx = [t for a in allowed if a is not None for t in a]
-    if r_idx:
-        mask[r_idx, t_idx] = True
-    return mask
-
-
-def constrain(lp: torch.Tensor, allowed: list[list[int] | None]) -> torch.Tensor:
-    """lp [..., V] log-probabilities (unconstrained log-softmax); allowed: one entry per row of
-    lp.reshape(-1, V). Disallowed tokens get -inf and the allowed ones are renormalized, so the
-    confidence of a constrained value is its probability under the model restricted to the
-    allowed tokens (not the unconstrained probability). Rows with None are returned unchanged."""
-    V = lp.shape[-1]
-    flat = lp.reshape(-1, V)
-    mask = allowed_mask(allowed, V, lp.device)
-    out = torch.log_softmax(flat.masked_fill(~mask, float("-inf")), dim=-1)
-    free = torch.tensor([a is None for a in allowed], dtype=torch.bool, device=lp.device)
-    out = torch.where(free[:, None], flat, out)
-    return out.reshape(lp.shape)

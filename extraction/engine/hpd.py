@@ -22,10 +22,11 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
+from . import constraints, masks
 from . import extractive as span
-from . import masks
 from .layout import PAD, PROMPT_DOC, SchemaPrompt, doc_layout
 from .modeling import expand_cache, forward_hidden, greedy, logprobs, new_cache
+from .token_masks import constrain
 
 
 @dataclass
@@ -151,7 +152,8 @@ def decode_rows(
 ) -> list[list[SlotValue]]:
     """Prefill the rows after the shared prefix, then decode every slot greedily. -> [B][S] values.
     max_steps stops early and clock collects a timestamp after each forward (layout cost probes).
-    extractive: every value is a substring of its document (RowDoc.span) or "n/a" (extractive.py)."""
+    extractive: decode every slot under its attribute's constraint (constraints.slot_rules: the
+    schema's rules, by default a substring of its document (RowDoc.span) or "n/a")."""
     device, dtype = rows.input_ids.device, model.dtype
     B, L = rows.input_ids.shape
     S = rows.slot_index.shape[1]
@@ -172,12 +174,12 @@ def decode_rows(
     at_keys = torch.gather(
         hidden, 1, rows.slot_index[:, :, None].expand(-1, -1, hidden.shape[-1])
     )  # [B, S, D]
-    # extractive: disallowed tokens get -inf before the argmax; a value's confidence then comes from
-    # the model's log-softmax renormalized over the allowed tokens (extractive.constrain)
-    states = slot_states(rows, schema) if extractive else None  # [B][S] SpanState or None
+    # constrained: disallowed tokens get -inf before the argmax; a value's confidence then comes from
+    # the model's log-softmax renormalized over the allowed tokens (token_masks.constrain)
+    states = slot_states(rows, schema) if extractive else None  # [B][S] constraint state or None
     lp_keys = logprobs(model, at_keys)  # [B, S, V]
     if states is not None:
-        lp_keys = span.constrain(lp_keys, [st.allowed() if st else None for r in states for st in r])
+        lp_keys = constrain(lp_keys, [st.allowed() if st else None for r in states for st in r])
     tok, lp = greedy(lp_keys)  # [B, S]
     tick(clock, device)
     if states is not None:
@@ -230,7 +232,7 @@ def decode_rows(
                 [states[rmap[b]][s] if ok[b][k] else None for k, s in enumerate(qs[b])]
                 for b in range(len(qs))
             ]
-            lp_step = span.constrain(lp_step, [st.allowed() if st else None for r in picked for st in r])
+            lp_step = constrain(lp_step, [st.allowed() if st else None for r in picked for st in r])
         new_tok, new_lp = greedy(lp_step)  # [B', Q]
         tick(clock, device)
         if states is not None:
@@ -252,23 +254,18 @@ def decode_rows(
     return collect(out_tok.tolist(), out_lp.tolist(), rows.slot_valid.tolist(), term)
 
 
-def slot_states(rows: Rows, schema: SchemaPrompt) -> list[list[span.SpanState | None]]:
-    """A SpanState per valid slot (on its document's DocIndex); None for padding slots."""
+def slot_states(rows: Rows, schema: SchemaPrompt) -> list[list[object | None]]:
+    """The constraint state of every valid slot (constraints.py: its attribute's rule started on
+    the slot's document); None for padding slots and free values."""
+    rules = constraints.slot_rules(schema)
     valid = rows.slot_valid.tolist()
     out = []
     for b, row in enumerate(rows.span):
-        states: list[span.SpanState | None] = []
+        states: list[object | None] = []
         for s, index in enumerate(row):
-            if index is None:
-                raise ValueError("extractive decoding needs RowDoc.span (extractive.doc_index of the text)")
-            n = rows.owner[b][s][1]  # the slot's attribute
-            states.append(
-                span.SpanState(
-                    index, schema.na_ids, schema.terminator, schema.end_rule(n), schema.start_rule(n)
-                )
-                if valid[b][s]
-                else None
-            )
+            rule = rules[rows.owner[b][s][1]]  # the slot's attribute
+            ok = valid[b][s] and rule is not None
+            states.append(rule.start(index, schema.terminator) if ok else None)
         states += [None] * (len(valid[b]) - len(states))
         out.append(states)
     return out

@@ -60,11 +60,24 @@ class Tokenizer(Protocol):
 
 @dataclass(frozen=True)
 class AttributeSpec:
-    """An attribute of a schema: name, description, token budget (the gap of its slot)."""
+    """An attribute of a schema: name, description, token budget (the gap of its slot), and its
+    type, which constrains its values in every decoder (constraints.py): kind "text" (a span of the
+    document under extractive decoding, or free with free=True), "enum" (one of allowed_values),
+    "boolean" (yes / no) or "number" (a number with a unit, written in ``unit``). na: "n/a" is
+    allowed (enum, boolean and number; text always allows it)."""
 
     name: str
     description: str = ""
     max_tokens: int = 12
+    kind: str = "text"
+    unit: str = ""
+    allowed_values: tuple[str, ...] = ()
+    free: bool = False
+    na: bool = True
+
+    def __post_init__(self):
+        # a tuple, so that specs stay hashable (the engine caches a schema per tuple of specs)
+        object.__setattr__(self, "allowed_values", tuple(str(v) for v in self.allowed_values or ()))
 
 
 # ---------------------------------------------------------------------------------- text segments
@@ -123,6 +136,9 @@ class SchemaPrompt:
     # COMPOUND, from the model's slotwise.json, set by the engine); empty: the defaults
     end_rules: list[int] = field(default_factory=list)
     start_rules: list[int] = field(default_factory=list)
+    # per attribute: its slot constraint (constraints.py; None = free), set by the engine from the
+    # attribute types; empty: every attribute extractive (constraints.slot_rules)
+    rules: list = field(default_factory=list)
 
     def end_rule(self, n: int) -> int:
         return self.end_rules[n] if n < len(self.end_rules) else FREE

@@ -1,0 +1,324 @@
+"""Slot constraints: one interface for what a value may be, token by token, in every decoder.
+
+Catalog attributes are typed (text, enumeration, boolean, number with unit). A rule belongs to one
+attribute of a schema (built once per schema and tokenizer, SchemaPrompt.rules); rule.start(index,
+end) gives the state of one value being decoded, whose value ends with token ``end`` (the
+terminator; in AR-JSON without it, the next key's first token). The decoders (hpd.decode_rows,
+ar.ExtractiveProcessor) talk to states only and never know the kinds:
+
+    state.allowed()   token ids allowed next, ``end`` among them when the value may end here: a
+                      list or a LongTensor (cached per trie node / automaton state); never empty;
+                      None: every token (FreeState)
+    state.push(tok)   the slot emitted tok (not ``end``)
+    state.may_end()   ``end`` may come next
+    state.finishing() the token the value must take next when its gap is full (half-way along a
+                      fixed path such as "n/a"), else None
+    state.length      tokens pushed
+
+A rule of None is a free value: HPD leaves the slot unconstrained, AR-JSON a FreeState (the format
+is still forced around it). The kinds:
+
+    SpanRule    extractive text: a substring of the document or "n/a" (extractive.SpanState)
+    ChoiceRule  enumeration and boolean: one of the allowed values or "n/a", a token trie over each
+                value as the tokenizer writes it in a slot (layout.value_ids)
+    NumberRule  a number, then optionally a unit the normalization rules know (normalize.known_units)
+                or the schema's own, or "n/a"; finish() writes it in the schema's unit
+
+What confidence means: every decoder renormalizes over the allowed tokens at each step, so the
+values' probabilities sum to 1 over the allowed paths. For a choice the confidence is the chosen
+path's probability (rule.path_confidence: the product, terminator included: an option's length
+says nothing about it); for text and numbers it stays the geometric mean of the token
+probabilities, as without a rule.
+"""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from ..normalize import known_units, normalize_number
+from .extractive import DocIndex, SpanState, TokenTable
+from .layout import FREE, NA, WORD, SchemaPrompt, Tokenizer, value_ids
+
+BOOLEAN_VALUES = ("yes", "no")
+KINDS = ("text", "enum", "boolean", "number")
+
+
+class FreeState:
+    """A free value (AR-JSON only; HPD leaves such a slot unconstrained): any token, end anytime."""
+
+    def __init__(self, end: int):
+        self.end, self.length = int(end), 0
+
+    def allowed(self):
+        return None
+
+    def may_end(self) -> bool:
+        return True
+
+    def finishing(self) -> int | None:
+        return None
+
+    def push(self, tok: int) -> None:
+        self.length += 1
+
+
+# ---------------------------------------------------------------------------------- text: spans
+
+
+class SpanRule:
+    """Extractive text: a substring of the document or "n/a" (extractive.py), with the attribute's
+    end / start rules (layout.FREE / WORD / COMPOUND)."""
+
+    path_confidence = False
+
+    def __init__(self, na: list[int], end_rule: int = FREE, start_rule: int = WORD):
+        self.na, self.end_rule, self.start_rule = list(na), end_rule, start_rule
+
+    def start(self, index: DocIndex | None, end: int) -> SpanState:
+        if index is None:
+            raise ValueError("extractive decoding needs RowDoc.span (extractive.doc_index of the text)")
+        return SpanState(index, self.na, end, self.end_rule, self.start_rule)
+
+    def finish(self, text: str) -> str:
+        return text
+
+    def accepts(self, text: str) -> bool:
+        return True  # a span is judged against its document (SpanState), not here
+
+
+# ---------------------------------------------------------------------------------- enumeration, boolean
+
+
+class _Node:
+    """A node of a choice trie: the next tokens, and the value that ends here (None: none)."""
+
+    __slots__ = ("children", "value", "_allowed")
+
+    def __init__(self):
+        self.children: dict[int, _Node] = {}
+        self.value: str | None = None
+        self._allowed: dict[int, torch.Tensor] = {}
+
+    def allowed(self, end: int) -> torch.Tensor:
+        if end not in self._allowed:
+            ids = sorted(self.children) + ([end] if self.value is not None else [])
+            self._allowed[end] = torch.tensor(ids or [end], dtype=torch.long)
+        return self._allowed[end]
+
+
+class ChoiceState:
+    def __init__(self, root: _Node, end: int):
+        self.node: _Node | None = root  # None: off every path (unreachable under the constraint)
+        self.end, self.length = int(end), 0
+
+    def allowed(self) -> torch.Tensor:
+        return self.node.allowed(self.end) if self.node is not None else torch.tensor([self.end])
+
+    def may_end(self) -> bool:
+        return self.node is not None and self.node.value is not None
+
+    def finishing(self) -> int | None:
+        if self.node is None or self.node.value is not None or not self.node.children:
+            return None
+        return min(self.node.children)  # some completion (gaps are widened to the longest path)
+
+    def push(self, tok: int) -> None:
+        self.node = self.node.children.get(int(tok)) if self.node is not None else None
+        self.length += 1
+
+
+class ChoiceRule:
+    """One of a closed list of values, or "n/a" when allowed: a trie over each value's token ids."""
+
+    path_confidence = True
+
+    def __init__(self, paths: dict[str, list[int]]):
+        """paths: value text -> its token ids in a slot (layout.value_ids without the terminator)."""
+        self.root = _Node()
+        self.values: dict[str, str] = {}  # stripped text -> the value, as listed
+        for text, ids in paths.items():
+            node = self.root
+            for t in ids:
+                node = node.children.setdefault(int(t), _Node())
+            if node.value is None:  # two values with the same tokens: the first one listed
+                node.value = text
+            self.values[text.strip()] = text
+        self.longest = max((len(ids) for ids in paths.values()), default=0)
+
+    def start(self, index: DocIndex | None, end: int) -> ChoiceState:
+        return ChoiceState(self.root, end)
+
+    def finish(self, text: str) -> str:
+        return self.values.get(text.strip(), text)
+
+    def accepts(self, text: str) -> bool:
+        return text.strip() in self.values
+
+
+def choice_rule(tokenizer: Tokenizer, values, na_ids: list[int] | None) -> ChoiceRule:
+    """A ChoiceRule over values (and "n/a" spelled na_ids, when not None) as the tokenizer writes
+    them in a slot; empty and repeated values are dropped."""
+    paths: dict[str, list[int]] = {}
+    for v in values:
+        text = " ".join(str(v).split())
+        if text and text not in paths and text.lower() != NA:
+            paths[text] = value_ids(tokenizer, text, terminator=-1)[:-1]
+    if na_ids is not None:
+        paths[NA] = list(na_ids)
+    return ChoiceRule(paths)
+
+
+# ---------------------------------------------------------------------------------- number with unit
+
+# byte automaton of "<digits>[(.|,)<digits>][ ]<unit>", leading whitespace allowed (the value prefix)
+LEAD, INT, SEP, FRAC, GAP, UNIT = range(6)
+_DIGITS = frozenset(b"0123456789")
+_SEPARATORS = frozenset(b".,")
+
+
+def _lower(byte: int) -> int:
+    return byte + 32 if 65 <= byte <= 90 else byte
+
+
+class NumberRule:
+    """A number with an optional unit of a known list, or "n/a"; finish() converts it to the
+    schema's unit (normalize.normalize_number). The automaton's states are (phase, unit bytes so
+    far); the tokens allowed in a state are found once, by walking the vocabulary's byte trie
+    (extractive.TokenTable) along the automaton, and cached as a tensor."""
+
+    path_confidence = False
+
+    def __init__(self, table: TokenTable, unit: str = "", na: list[int] | None = None):
+        self.table, self.unit = table, unit.strip()
+        units = set(known_units())
+        if self.unit:
+            units.add(self.unit.lower())
+        self.units = frozenset(u.encode("utf-8") for u in units)
+        self.prefixes = frozenset(u[:k] for u in self.units for k in range(1, len(u) + 1))
+        self.na = list(na) if na is not None else []
+        self._tokens: dict[tuple, list[int]] = {}
+        self._allowed: dict[tuple, torch.Tensor] = {}
+        units_re = "|".join(re.escape(u.decode()) for u in self.units)
+        self.pattern = re.compile(rf"^\d+(?:[.,]\d+)?(?: ?(?:{units_re}))?$", re.IGNORECASE)
+
+    def step(self, state: tuple | None, byte: int) -> tuple | None:
+        """One byte on from state (None: dead)."""
+        if state is None:
+            return None
+        phase, unit = state
+        if phase == LEAD:
+            return (LEAD, b"") if byte in b" \t" else (INT, b"") if byte in _DIGITS else None
+        if phase in (INT, FRAC) and byte in _DIGITS:
+            return (phase, b"")
+        if phase == INT and byte in _SEPARATORS:
+            return (SEP, b"")
+        if phase == SEP:
+            return (FRAC, b"") if byte in _DIGITS else None
+        if phase in (INT, FRAC) and byte == 32:
+            return (GAP, b"")
+        if phase in (INT, FRAC, GAP, UNIT):
+            grown = unit + bytes([_lower(byte)])
+            return (UNIT, grown) if grown in self.prefixes else None
+        return None
+
+    def walk(self, state: tuple | None, piece: bytes) -> tuple | None:
+        for byte in piece:
+            state = self.step(state, byte)
+        return state
+
+    def accepting(self, state: tuple | None) -> bool:
+        return state is not None and (
+            state[0] in (INT, FRAC) or (state[0] == UNIT and state[1] in self.units)
+        )
+
+    def tokens(self, state: tuple) -> list[int]:
+        """Every token whose bytes keep the automaton alive from state (cached per state)."""
+        if state not in self._tokens:
+            out, stack = [], [(self.table.trie, state)]
+            while stack:
+                node, st = stack.pop()
+                for byte, child in node.items():
+                    if byte is None:
+                        continue
+                    nxt = self.step(st, byte)
+                    if nxt is not None:
+                        out += child.get(None, [])
+                        stack.append((child, nxt))
+            self._tokens[state] = sorted(out)
+        return self._tokens[state]
+
+    def allowed(self, state: tuple | None, na_at: int, end: int) -> torch.Tensor:
+        key = (state, na_at, end)
+        if key not in self._allowed:
+            ids = set(self.tokens(state)) if state is not None else set()
+            if self.accepting(state) or (self.na and na_at == len(self.na)):
+                ids.add(end)
+            if 0 <= na_at < len(self.na):
+                ids.add(self.na[na_at])
+            self._allowed[key] = torch.tensor(sorted(ids) or [end], dtype=torch.long)
+        return self._allowed[key]
+
+    def start(self, index: DocIndex | None, end: int) -> NumberState:
+        return NumberState(self, end)
+
+    def finish(self, text: str) -> str:
+        return text if text.strip().lower() == NA else normalize_number(text, self.unit)
+
+    def accepts(self, text: str) -> bool:
+        return (text.strip().lower() == NA and bool(self.na)) or bool(self.pattern.match(text.strip()))
+
+
+class NumberState:
+    def __init__(self, rule: NumberRule, end: int):
+        self.rule, self.end, self.length = rule, int(end), 0
+        self.state: tuple | None = (LEAD, b"")
+        self.na_at = 0 if rule.na else -1  # "n/a" tokens matched so far; -1: off the n/a path
+
+    def allowed(self) -> torch.Tensor:
+        return self.rule.allowed(self.state, self.na_at, self.end)
+
+    def may_end(self) -> bool:
+        return self.rule.accepting(self.state) or (bool(self.rule.na) and self.na_at == len(self.rule.na))
+
+    def finishing(self) -> int | None:
+        return self.rule.na[self.na_at] if 0 <= self.na_at < len(self.rule.na) else None
+
+    def push(self, tok: int) -> None:
+        tok = int(tok)
+        pieces = self.rule.table.pieces
+        piece = pieces[tok] if 0 <= tok < len(pieces) else None
+        self.state = self.rule.walk(self.state, piece) if piece else None
+        if self.na_at >= 0:
+            ok = self.na_at < len(self.rule.na) and self.rule.na[self.na_at] == tok
+            self.na_at = self.na_at + 1 if ok else -1
+        self.length += 1
+
+
+# ---------------------------------------------------------------------------------- schema -> rules
+
+
+def slot_rules(schema: SchemaPrompt) -> list:
+    """The rule of every attribute of a schema: SchemaPrompt.rules when the engine set them, else
+    today's extractive rule for every attribute (a span with its end / start rule)."""
+    if schema.rules:
+        return list(schema.rules)
+    return [
+        SpanRule(schema.na_ids, schema.end_rule(n), schema.start_rule(n))
+        for n in range(len(schema.attributes))
+    ]
+
+
+def needs_document(rules: list) -> bool:
+    """Some rule is a span: the decoders need each document's extractive.DocIndex."""
+    return any(isinstance(r, SpanRule) for r in rules)
+
+
+def widen(attribute, rule):
+    """The attribute with a gap that holds its rule's longest value (an enumeration value must never
+    be cut by the gap)."""
+    from dataclasses import replace
+
+    longest = getattr(rule, "longest", 0)
+    return replace(attribute, max_tokens=longest) if longest > attribute.max_tokens else attribute

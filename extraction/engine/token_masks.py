@@ -1,0 +1,47 @@
+"""Allowed-token masks: the one place a slot constraint's allowed ids become -inf logits.
+
+Shared by HPD / fork (hpd.decode_rows) and AR-JSON (ar.ExtractiveProcessor). An allowed set is a
+list of ids or a LongTensor (constraints cache a tensor per state they revisit, so a step builds
+its mask with one scatter instead of walking Python lists); None leaves a row unconstrained.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def allowed_mask(allowed: list, vocab: int, device=None) -> torch.Tensor:
+    """One allowed set per row (list / LongTensor of ids; None: unconstrained) -> bool mask
+    [rows, vocab], True = allowed."""
+    mask = torch.zeros((len(allowed), vocab), dtype=torch.bool, device=device)
+    free = [r for r, a in enumerate(allowed) if a is None]
+    if free:
+        mask[free] = True
+    r_list = [r for r, a in enumerate(allowed) if isinstance(a, list) for _ in a]
+    t_list = [t for a in allowed if isinstance(a, list) for t in a]
+    rows, ids = [], []
+    if r_list:
+        rows.append(torch.tensor(r_list, dtype=torch.long))
+        ids.append(torch.tensor(t_list, dtype=torch.long))
+    tensors = [(r, a) for r, a in enumerate(allowed) if isinstance(a, torch.Tensor)]
+    if tensors:
+        sizes = torch.tensor([len(a) for _, a in tensors])
+        rows.append(torch.repeat_interleave(torch.tensor([r for r, _ in tensors]), sizes))
+        ids.append(torch.cat([a for _, a in tensors]))
+    if rows:
+        mask[torch.cat(rows).to(mask.device), torch.cat(ids).to(mask.device)] = True
+    return mask
+
+
+def constrain(lp: torch.Tensor, allowed: list) -> torch.Tensor:
+    """lp [..., V] log-probabilities (unconstrained log-softmax); allowed: one entry per row of
+    lp.reshape(-1, V). Disallowed tokens get -inf and the allowed ones are renormalized, so the
+    confidence of a constrained value is its probability under the model restricted to the
+    allowed tokens (not the unconstrained probability). Rows with None are returned unchanged."""
+    V = lp.shape[-1]
+    flat = lp.reshape(-1, V)
+    mask = allowed_mask(allowed, V, lp.device)
+    out = torch.log_softmax(flat.masked_fill(~mask, float("-inf")), dim=-1)
+    free = torch.tensor([a is None for a in allowed], dtype=torch.bool, device=lp.device)
+    out = torch.where(free[:, None], flat, out)
+    return out.reshape(lp.shape)
