@@ -64,10 +64,19 @@ _TRUE = {"yes", "y", "true", "1"}
 _FALSE = {"no", "n", "false", "0"}
 
 
-def known_units() -> list[str]:
-    """Every unit spelling the rules know (lowercase), longest first: what a number slot may write
-    after its number (extraction.engine.constraints.NumberRule)."""
-    return sorted(set(_UNIT_FACTORS) | set(_UNIT_SPELLINGS), key=lambda u: (-len(u), u))
+def known_units(unit: str = "") -> list[str]:
+    """The unit spellings (lowercase) a number in ``unit`` may be written with, so that it converts
+    to ``unit``: those of its dimension when the rules know it, else ``unit`` alone; without a unit,
+    every spelling the rules know (what a number slot may write after its number,
+    extraction.engine.constraints.NumberRule)."""
+    spellings = set(_UNIT_FACTORS) | set(_UNIT_SPELLINGS)
+    if unit.strip():
+        target = _UNIT_FACTORS.get(unit_key(unit))
+        if target is None:
+            return [unit.strip().lower()]
+        same = {s for s in spellings if _UNIT_FACTORS.get(unit_key(s), ("",))[0] == target[0]}
+        spellings = same | {unit.strip().lower()}
+    return sorted(spellings, key=lambda u: (-len(u), u))
 
 
 def unit_key(unit: str) -> str:
@@ -76,7 +85,8 @@ def unit_key(unit: str) -> str:
 
 
 def _format_number(number: float) -> str:
-    return f"{round(number, 3):g}"
+    # fixed point: ":g" would write 1000000 as "1e+06"
+    return f"{round(number, 3):f}".rstrip("0").rstrip(".") or "0"
 
 
 def normalize_number(text: str, unit: str) -> str:

@@ -21,8 +21,8 @@ is still forced around it). The kinds:
     SpanRule    extractive text: a substring of the document or "n/a" (extractive.SpanState)
     ChoiceRule  enumeration and boolean: one of the allowed values or "n/a", a token trie over each
                 value as the tokenizer writes it in a slot (layout.value_ids)
-    NumberRule  a number, then optionally a unit the normalization rules know (normalize.known_units)
-                or the schema's own, or "n/a"; finish() writes it in the schema's unit
+    NumberRule  a number, then optionally a unit that converts to the schema's (normalize.known_units:
+                the spellings of its dimension), or "n/a"; finish() writes it in the schema's unit
 
 What confidence means: every decoder renormalizes over the allowed tokens at each step, so the
 values' probabilities sum to 1 over the allowed paths. For a choice the confidence is the chosen
@@ -176,6 +176,7 @@ def choice_rule(tokenizer: Tokenizer, values, na_ids: list[int] | None) -> Choic
 LEAD, INT, SEP, FRAC, GAP, UNIT = range(6)
 _DIGITS = frozenset(b"0123456789")
 _SEPARATORS = frozenset(b".,")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 
 
 def _lower(byte: int) -> int:
@@ -192,9 +193,7 @@ class NumberRule:
 
     def __init__(self, table: TokenTable, unit: str = "", na: list[int] | None = None):
         self.table, self.unit = table, unit.strip()
-        units = set(known_units())
-        if self.unit:
-            units.add(self.unit.lower())
+        units = known_units(self.unit)  # spellings that convert to the schema's unit
         self.units = frozenset(u.encode("utf-8") for u in units)
         self.prefixes = frozenset(u[:k] for u in self.units for k in range(1, len(u) + 1))
         self.na = list(na) if na is not None else []
@@ -264,7 +263,17 @@ class NumberRule:
         return NumberState(self, end)
 
     def finish(self, text: str) -> str:
-        return text if text.strip().lower() == NA else normalize_number(text, self.unit)
+        """The number in the schema's unit; a value its gap cut (inside the unit or after the
+        separator) keeps the number it has, or reads "n/a" without one."""
+        text = text.strip()
+        if text.lower() == NA:
+            return NA
+        if not self.pattern.match(text):
+            head = _NUMBER.match(text)
+            if head is None:
+                return NA
+            text = head.group(0)
+        return normalize_number(text, self.unit)
 
     def accepts(self, text: str) -> bool:
         return (text.strip().lower() == NA and bool(self.na)) or bool(self.pattern.match(text.strip()))

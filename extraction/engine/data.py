@@ -1,4 +1,5 @@
-"""Load the AVE JSON-lines files of shared/data/ave (OA-Mine, AE-110k, WDC-PAVE) as they are.
+"""Load the AVE files of shared/data/ave as they are: the JSON lines of OA-Mine, AE-110k and
+WDC-PAVE, and ImplicitAVE's tab-separated files with the closed value lists of its options files.
 
 Pure Python (no torch): the web app may import it. The schema of a category is the union of the
 attribute names its records list, in order of first appearance.
@@ -6,6 +7,7 @@ attribute names its records list, in order of first appearance.
 
 from __future__ import annotations
 
+import csv
 import json
 import pathlib
 from dataclasses import dataclass
@@ -56,6 +58,55 @@ def load_jsonl(path: str | pathlib.Path, limit: int | None = None) -> list[Produ
             if limit is not None and len(out) >= limit:
                 break
     return out
+
+
+def load(path: str | pathlib.Path, limit: int | None = None) -> list[Product]:
+    """Any AVE file: ImplicitAVE's .tsv, else JSON lines."""
+    if pathlib.Path(path).suffix == ".tsv":
+        return load_tsv(path, limit)
+    return load_jsonl(path, limit)
+
+
+TITLE_MARK = "[Title] "  # ImplicitAVE's texts column starts with it
+
+
+def load_tsv(path: str | pathlib.Path, limit: int | None = None) -> list[Product]:
+    """ImplicitAVE (`id, images, category, texts, attribute_names, attribute_values`, one (product,
+    attribute) pair a row): rows grouped by id into products, in first-seen order. Quotes are text
+    (a title may open with one), not CSV quoting."""
+    out: dict[str, Product] = {}
+    with open(path, encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
+            key = row["id"]
+            if key not in out:
+                if limit is not None and len(out) >= limit:
+                    break
+                text = row["texts"].removeprefix(TITLE_MARK).strip()
+                out[key] = Product(key, row["category"], text, {})
+            out[key].gold.setdefault(row["attribute_names"], []).append(row["attribute_values"])
+    return list(out.values())
+
+
+def load_options(path: str | pathlib.Path) -> dict[str, list[str]]:
+    """An options file (ImplicitAVE's options_*.json): attribute -> its closed list of values."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise ValueError(f"{path}: not an options file (a JSON object of attribute -> list of values)")
+    return {str(a): [str(v) for v in values] for a, values in data.items()}
+
+
+def options_for(path: str | pathlib.Path, products: list[Product]) -> pathlib.Path | None:
+    """The options file of an ImplicitAVE domain file (<root>/<domain>/val.tsv): the options_*.json
+    in <root> that lists the most of its products' (attribute, gold value) pairs. The names do not
+    say it (Footwear's values are in options_Clothing_Shoes_and_Jewelry.json). None: no such file."""
+    best, best_hits = None, 0
+    for candidate in sorted(pathlib.Path(path).resolve().parent.parent.glob("options_*.json")):
+        options = load_options(candidate)
+        hits = sum(v in options.get(a, ()) for p in products for a, forms in p.gold.items() for v in forms)
+        if hits > best_hits:
+            best, best_hits = candidate, hits
+    return best
 
 
 def schemas(products: list[Product]) -> dict[str, list[str]]:

@@ -31,7 +31,27 @@ DEFAULT_BUDGET = 12
 
 def add_evaluate_parser(subparsers) -> None:
     p = subparsers.add_parser("evaluate", help="run decoders on an AVE JSON-lines file, quality and speed")
-    p.add_argument("--data", required=True, help="JSON-lines file (oa-mine, ae-110k, wdc-pave format)")
+    p.add_argument(
+        "--data",
+        required=True,
+        help="JSON-lines file (oa-mine, ae-110k, wdc-pave format) or an ImplicitAVE .tsv (rows grouped by "
+        "id; its attributes are enumerations from the options file of its domain)",
+    )
+    p.add_argument(
+        "--options",
+        default=None,
+        metavar="FILE",
+        help="options JSON (attribute -> allowed values): those attributes decode as enumerations. Default "
+        "for an ImplicitAVE .tsv: the options_*.json of the folder above its domain folder that lists "
+        "most of its gold values",
+    )
+    p.add_argument(
+        "--typed",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="constrain values by their attribute's type (enumerations: one of the allowed values); "
+        "--no-typed decodes every attribute as text (the control)",
+    )
     p.add_argument("--model", default=None, help="model directory (default: bundled, else random stand-in)")
     p.add_argument("--decoders", default=DEFAULT_DECODERS, help="comma list of ar,pld,fork,hpd")
     p.add_argument("--limit", type=int, default=None, help="first N products only")
@@ -175,14 +195,50 @@ def budgets(model_dir, max_tokens: int | None) -> tuple[dict[str, int], int]:
     return {k: int(v) for k, v in conf.get("attribute_budgets", {}).items()}, default
 
 
+@dataclass
+class Types:
+    """The attribute types evaluate decodes with: enumerations (attribute -> allowed values, from an
+    options file) and whether their n/a is allowed (not on ImplicitAVE, whose every pair has a value:
+    its micro F1 is then its accuracy)."""
+
+    enums: dict[str, list[str]] = field(default_factory=dict)
+    na: bool = True
+    source: str | None = None  # the options file
+
+    def spec(self, name: str, max_tokens: int) -> AttributeSpec:
+        if name in self.enums:
+            return AttributeSpec(
+                name, "", max_tokens, kind="enum", allowed_values=tuple(self.enums[name]), na=self.na
+            )
+        return AttributeSpec(name, "", max_tokens)
+
+
+def attribute_types(args, products: list[ave.Product]) -> Types:
+    """--options, else an ImplicitAVE file's own options file; none for the other sets."""
+    implicit = pathlib.Path(args.data).suffix == ".tsv"
+    path = getattr(args, "options", None)
+    if path is None and implicit:
+        path = ave.options_for(args.data, products)
+        if path is None:
+            raise ValueError(f"{args.data}: no options_*.json in the folder above it (--options FILE)")
+    if path is None:
+        return Types()
+    return Types(ave.load_options(path), na=not implicit, source=str(path))
+
+
 def groups(
-    products: list[ave.Product], schemas: dict[str, list[str]], per_attr: dict[str, int], default: int
+    products: list[ave.Product],
+    schemas: dict[str, list[str]],
+    per_attr: dict[str, int],
+    default: int,
+    types: Types | None = None,
 ):
     """category -> (indices, documents, attributes)."""
+    types = types or Types()
     out = {}
     for cat, idx in ave.by_category(products).items():
         docs = [Document(products[i].key, products[i].text) for i in idx]
-        out[cat] = (idx, docs, [AttributeSpec(a, "", per_attr.get(a, default)) for a in schemas[cat]])
+        out[cat] = (idx, docs, [types.spec(a, per_attr.get(a, default)) for a in schemas[cat]])
     return out
 
 
@@ -320,9 +376,11 @@ def table(rows: list[list[str]]) -> None:
 
 def summary(run: Run, n: int, stored_temperature: float | None = None) -> dict:
     m = run.report.micro
+    judged = m.pairs
     groups, confs, correct = zip(*run.points, strict=True) if run.points else ((), (), ())
     return {
         "f1": m.f1,
+        "accuracy": m.VC / judged if judged else 0.0,  # VC share of the judged pairs
         "precision": m.precision,
         "recall": m.recall,
         "NV": m.NV,
@@ -524,9 +582,14 @@ def run_evaluate(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    everything = ave.load_jsonl(args.data)
+    everything = ave.load(args.data)
     schemas = ave.schemas(everything)  # schema = union over the whole file
     products = everything[: args.limit] if args.limit else everything
+    try:
+        types = attribute_types(args, everything)
+    except ValueError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 2
     ex = Extractor(
         args.model,
         device=args.device,
@@ -535,6 +598,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         extractive=getattr(args, "extractive", None),
         calibrate=False,  # raw confidences: what the ECE and the fit are about
         quantize=getattr(args, "quantize", None),
+        typed=getattr(args, "typed", True),
     )
     fit = getattr(args, "fit_calibration", False)
     pooled = getattr(args, "calibration_with", None) or []
@@ -561,8 +625,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
         )
     else:
         write("extractive: off (free greedy values)")
+    if types.enums:
+        state = "on" if ex.typed else "OFF (--no-typed: decoded as text)"
+        na = "n/a allowed" if types.na else "no n/a (every pair has a value: micro F1 = accuracy)"
+        write(f"enumerations {state}: {len(types.enums)} attributes from {types.source}, {na}")
     model_dir = args.model or (None if ex.random_standin else default_model_dir())
-    grouped = groups(products, schemas, *budgets(model_dir, args.max_tokens))
+    grouped = groups(products, schemas, *budgets(model_dir, args.max_tokens), types)
     decoders = [d.strip() for d in args.decoders.split(",") if d.strip()]
     cat, (idx, docs, attrs) = next(iter(grouped.items()))
     for d in decoders:  # warm-up: first calls pay for lazy initialisation
@@ -575,7 +643,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
         sample = spread(products, args.sweep_limit)
         write(f"sweep on {len(sample)} products (one decoder after the other; it only picks settings):")
         plan = run_sweep(
-            ex, decoders, args, sample, groups(sample, schemas, *budgets(model_dir, args.max_tokens)), sweep
+            ex,
+            decoders,
+            args,
+            sample,
+            groups(sample, schemas, *budgets(model_dir, args.max_tokens), types),
+            sweep,
         )
         write()
         write("sweep:")
@@ -647,6 +720,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "model_revision": ex.model_revision,
             "random_standin": ex.random_standin,
             "extractive": extractive,
+            "typed": ex.typed,
+            "options": types.source,
+            "enumerations": sorted(types.enums),
+            "na_allowed_in_enumerations": types.na,
             "data": str(args.data),
             "products": n,
             "load_average": {"start": list(load_start), "end": list(load_end)},

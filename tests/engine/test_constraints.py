@@ -1,0 +1,317 @@
+"""Slot constraints (constraints.py): each kind on a tiny vocabulary and on the real tokenizer;
+HPD == fork == the per-value reference == AR under the same constraint where the equivalence holds;
+no decoder produces a value its constraint forbids; with the constraint off, one does."""
+
+from __future__ import annotations
+
+import pathlib
+import random
+
+import pytest
+import torch
+
+from extraction.engine import ar, constraints, hpd, layout, masks, modeling
+from extraction.engine.api import AttributeSpec, Document, Extractor
+from extraction.engine.extractive import TokenTable, doc_index
+from extraction.engine.token_masks import allowed_mask, constrain
+
+from .conftest import TEXTS
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+REAL_TOKENIZER = REPO / "models" / "slotwise-smollm2"
+
+# a toy vocabulary: ids 0 and 1 are special (no bytes), 2 ends values
+PIECES = [None, None, None, b" ", b"5", b"12", b".", b",", b" k", b"kg", b"g", b" oz", b"x", b" n", b"/"]
+PIECES += [b"a", b"in", b"ches", b"Kg", b" Red", b" Pat", b" 5"]
+TOK = {p.decode(): i for i, p in enumerate(PIECES) if p}
+END, NA_IDS = 2, [TOK[" n"], TOK["/"], TOK["a"]]
+TABLE = TokenTable(PIECES)
+
+
+def ids(*pieces: str) -> list[int]:
+    return [TOK[p] for p in pieces]
+
+
+def walk(rule, tokens: list[int]):
+    state = rule.start(None, END)
+    for t in tokens:
+        state.push(t)
+    return state
+
+
+def allowed(rule, tokens: list[int]) -> list[int]:
+    return sorted(torch.as_tensor(walk(rule, tokens).allowed()).tolist())
+
+
+# ---------------------------------------------------------------------------------- tiny vocabulary
+
+
+def test_choice_allows_exactly_the_paths_of_its_values_and_na():
+    rule = constraints.ChoiceRule({"Red": ids(" Red"), "Red Pat": ids(" Red", " Pat"), "n/a": NA_IDS})
+    assert allowed(rule, []) == sorted(ids(" Red", " n"))
+    assert allowed(rule, ids(" Red")) == sorted(ids(" Pat") + [END])  # "Red" is complete, "Red Pat" goes on
+    assert allowed(rule, ids(" Red", " Pat")) == [END]
+    assert allowed(rule, ids(" n")) == ids("/") and not walk(rule, ids(" n")).may_end()
+    assert walk(rule, ids(" n", "/", "a")).may_end()
+    assert rule.longest == 3 and rule.finish(" Red Pat ") == "Red Pat"
+    assert rule.accepts("Red") and not rule.accepts("Pat")
+    no_na = constraints.ChoiceRule({"Red": ids(" Red")})
+    assert allowed(no_na, []) == ids(" Red")  # na=False: "n/a" is not among the paths
+
+
+def test_number_allows_digits_then_a_known_unit_in_any_case():
+    rule = constraints.NumberRule(TABLE, "g", NA_IDS)
+    assert allowed(rule, []) == sorted(ids(" ", "5", "12", " n", " 5"))  # no unit, no "." before a digit
+    after = allowed(rule, ids(" ", "5"))
+    assert set(ids(" ", "5", "12", ".", ",", " k", "kg", "g", " oz", "Kg")) | {END} == set(after)
+    assert TOK["x"] not in after and TOK[" n"] not in after and TOK[" Red"] not in after
+    assert TOK["in"] not in after  # a length: it does not convert to grams
+    assert allowed(rule, ids(" ", "5", ".")) == sorted(ids("5", "12", " 5")[:2])  # a digit must follow
+    inch = constraints.NumberRule(TABLE, "", NA_IDS)  # no unit: every known unit
+    assert END in allowed(inch, ids(" ", "5", "in")) and TOK["ches"] in allowed(inch, ids(" ", "5", "in"))
+    assert END not in allowed(rule, ids(" ", "5", " k"))  # "k" is no unit, "kg" is
+    assert allowed(rule, ids(" ", "5", "Kg")) == [END]
+    assert walk(rule, ids(" n", "/")).finishing() == TOK["a"]
+    assert rule.finish("1,5 kg") == "1500 g" and rule.finish("250") == "250 g"
+    assert rule.finish("12 kil") == "12 g" and rule.finish("12.") == "12 g"  # cut by the gap
+    assert rule.accepts("5 Kg") and rule.accepts("12.5") and not rule.accepts("Red") and rule.accepts("n/a")
+    assert not constraints.NumberRule(TABLE, "g").accepts("n/a")
+
+
+def test_masks_from_tensors_equal_masks_from_lists():
+    sets = [[0, 3], torch.tensor([1, 2]), None, torch.tensor([4])]
+    as_lists = [a.tolist() if isinstance(a, torch.Tensor) else a for a in sets]
+    assert torch.equal(allowed_mask(sets, 5), allowed_mask(as_lists, 5))
+    assert allowed_mask(sets, 5).tolist()[1] == [False, True, True, False, False]
+    lp = torch.log_softmax(torch.randn(4, 5), -1)
+    out = constrain(lp, sets)
+    assert torch.equal(out[2], lp[2]) and torch.isinf(out[3, :4]).all() and float(out[3, 4]) == 0.0
+
+
+def test_default_rules_are_todays_extractive_spans(tokenizer):
+    schema = layout.schema_prompt(tokenizer, [AttributeSpec("Brand"), AttributeSpec("Color")])
+    rules = constraints.slot_rules(schema)
+    assert all(isinstance(r, constraints.SpanRule) for r in rules) and constraints.needs_document(rules)
+
+
+# ---------------------------------------------------------------------------------- real tokenizer
+
+
+@pytest.fixture(scope="module")
+def real_tokenizer():
+    if not (REAL_TOKENIZER / "tokenizer.json").is_file():
+        pytest.skip("no real tokenizer files")
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(REAL_TOKENIZER)
+
+
+SLEEVES = ["3/4 Sleeve", "Long Sleeve", "Short Sleeve", "Sleeveless", "Strappy"]
+
+
+def random_paths(rule, steps: int, seed: int = 0) -> list[list[int]]:
+    """Random walks through a rule's allowed tokens until it ends: what any model could decode."""
+    rng, out = random.Random(seed), []
+    for _ in range(steps):
+        state, path = rule.start(None, END_REAL), []
+        while True:
+            options = torch.as_tensor(state.allowed()).tolist()
+            tok = rng.choice(options)
+            if tok == END_REAL:
+                break
+            state.push(tok)
+            path.append(tok)
+        out.append(path)
+    return out
+
+
+END_REAL = -5  # an id outside the vocabulary: the walks never confuse it with a value token
+
+
+def test_choice_on_the_real_tokenizer_writes_each_value_as_the_tokenizer_does(real_tokenizer):
+    tok = real_tokenizer
+    na = tok.encode(" n/a", add_special_tokens=False)
+    rule = constraints.choice_rule(tok, SLEEVES, na)
+    for v in SLEEVES:
+        path = tok.encode(" " + v, add_special_tokens=False)
+        state = rule.start(None, END_REAL)
+        for t in path:
+            assert t in torch.as_tensor(state.allowed()).tolist()
+            state.push(t)
+        assert state.may_end() and END_REAL in state.allowed().tolist()
+    decoded = {tok.decode(p).strip() for p in random_paths(rule, 200)}
+    assert decoded == set(SLEEVES) | {"n/a"}  # every walk is a value; all of them are reachable
+    boolean = constraints.choice_rule(tok, constraints.BOOLEAN_VALUES, None)
+    assert {tok.decode(p).strip() for p in random_paths(boolean, 50)} == {"yes", "no"}
+
+
+def test_number_on_the_real_tokenizer(real_tokenizer):
+    tok = real_tokenizer
+    table = TokenTable.from_tokenizer(tok)
+    rule = constraints.NumberRule(table, "inch", tok.encode(" n/a", add_special_tokens=False))
+    for text in ("55 inches", "1.5 ft", "12in", "2 cm", "3 Inch", "n/a", "7"):
+        state = rule.start(None, END_REAL)
+        for t in tok.encode(" " + text, add_special_tokens=False):
+            assert t in state.allowed().tolist(), (text, tok.decode([t]))
+            state.push(t)
+        assert state.may_end(), text
+    first = rule.start(None, END_REAL).allowed().tolist()
+    assert tok.encode(" Black", add_special_tokens=False)[0] not in first
+    five = rule.start(None, END_REAL)
+    for t in tok.encode(" 5", add_special_tokens=False):
+        five.push(t)
+    assert (
+        tok.encode(" kg", add_special_tokens=False)[0] not in five.allowed().tolist()
+    )  # a weight, not a length
+    for path in random_paths(rule, 100):
+        text = tok.decode(path).strip()
+        assert rule.accepts(text), text
+    assert rule.finish("55 inches") == "55 inch" and rule.finish("1 ft") == "12 inch"
+
+
+# ---------------------------------------------------------------------------------- decoders
+
+COLORS = ["Black", "Navy Blue", "Green Tea Leaf Extra Long Name", "Red"]
+TYPED = [
+    AttributeSpec("Color", max_tokens=2, kind="enum", allowed_values=tuple(COLORS)),  # widened to fit
+    AttributeSpec("Waterproof", max_tokens=3, kind="boolean"),
+    AttributeSpec("Weight", max_tokens=6, kind="number", unit="g"),
+    AttributeSpec("Brand", max_tokens=4),  # text: a span (extractive)
+    AttributeSpec("Note", max_tokens=4, free=True),  # text, free
+]
+
+
+@pytest.fixture(scope="module")
+def typed(model_dir):
+    ex = Extractor(model_dir, extractive=True)
+    return ex, ex.schema(TYPED)
+
+
+def problems(results, names=None) -> list:
+    """Values their attribute's type forbids."""
+    out = []
+    for r in results:
+        for name, v in r.items():
+            if names is not None and name not in names:
+                continue
+            if name == "Color" and v.text not in COLORS + ["n/a"]:
+                out.append((name, v.text))
+            if name == "Waterproof" and v.text not in ("yes", "no", "n/a"):
+                out.append((name, v.text))
+            if name == "Weight" and not (v.text == "n/a" or v.text.endswith(" g")):
+                out.append((name, v.text))
+    return out
+
+
+def test_the_extractor_carries_the_types_into_the_rules(typed):
+    ex, schema = typed
+    kinds = [type(r).__name__ if r is not None else None for r in schema.rules]
+    assert kinds == ["ChoiceRule", "ChoiceRule", "NumberRule", "SpanRule", None]
+    longest = len(ex.tokenizer.encode(" " + COLORS[2], add_special_tokens=False))
+    assert schema.attributes[0].max_tokens == longest > 2  # the gap holds the longest value
+
+
+DOCS = [Document(str(i), t) for i, t in enumerate(TEXTS)] + [Document("w", "Rain boots 350 g waterproof")]
+
+
+@pytest.mark.parametrize("decoder", ["hpd", "fork", "ar", "pld"])
+def test_no_decoder_produces_a_value_outside_its_type(typed, decoder):
+    ex, _ = typed
+    results, _ = ex.extract(
+        DOCS, TYPED, decoder=decoder, **({"stack": 2, "rows": 2} if decoder == "hpd" else {})
+    )
+    assert problems(results) == []
+    if decoder != "pld":  # pld is unconstrained; its values outside the type read n/a
+        typed_values = [r[a].text for r in results for a in ("Color", "Waterproof", "Weight")]
+        assert sum(v != "n/a" for v in typed_values) >= 3  # values, not a sea of n/a
+
+
+def test_negative_control_without_the_constraint_a_forbidden_value_comes_out(model_dir):
+    ex = Extractor(model_dir, extractive=True, typed=False)
+    results, _ = ex.extract(DOCS, TYPED, decoder="hpd")
+    assert problems(results, names={"Color", "Waterproof"}) != []
+
+
+def test_hpd_fork_and_the_reference_agree_under_the_constraint(typed):
+    ex, schema = typed
+    docs = [layout.doc_ids(ex.tokenizer, d.text) for d in DOCS]
+    spans = [doc_index(ex.tokenizer, d.text) for d in DOCS]
+    pc = hpd.prefill_prefix(ex.model, schema.prefix_ids, "cpu")
+    N = len(schema.attributes)
+    with torch.inference_mode():
+        stacked = hpd.decode(
+            ex.model, schema, pc, hpd.hpd_rows(docs, N, 2, spans), 2, 0, hpd.Counters(), True
+        )
+        forked = hpd.decode(ex.model, schema, pc, hpd.fork_rows(docs, N, spans), 8, 0, hpd.Counters(), True)
+    for d in range(len(docs)):
+        for n in range(N):
+            value = stacked[d // 2][(d % 2, n)]
+            assert forked[d * N + n][(0, n)].ids == value.ids
+            assert constrained_reference(ex.model, schema, docs[d], n, spans[d]) == (
+                value.ids,
+                value.truncated,
+            )
+
+
+def test_ar_agrees_with_hpd_on_the_first_value_of_each_kind(typed):
+    # AR's first value sees exactly HPD slot 0's context (prefix, document, key 0, same positions):
+    # under the same constraint both decode the same tokens
+    ex, _ = typed
+    checked = 0
+    for first in range(4):
+        order = [TYPED[first]] + [a for k, a in enumerate(TYPED) if k != first]
+        schema = ex.schema(order)
+        docs = [layout.doc_ids(ex.tokenizer, d.text) for d in DOCS]
+        spans = [doc_index(ex.tokenizer, d.text) for d in DOCS]
+        pc = hpd.prefill_prefix(ex.model, schema.prefix_ids, "cpu")
+        with torch.inference_mode():
+            slots = hpd.decode(
+                ex.model, schema, pc, hpd.hpd_rows(docs, 5, 1, spans), 8, 0, hpd.Counters(), True
+            )
+            outs, _ = ar.generate_json(ex.model, ex.tokenizer, schema, docs, 8, spans=spans)
+        for d, out in enumerate(outs):
+            hv = slots[d][(0, 0)]
+            text = ex.tokenizer.decode(hv.ids, skip_special_tokens=True).strip() or "n/a"
+            assert out.values[order[0].name].text == text, (order[0].name, d)
+            checked += 1
+    assert checked == 4 * len(DOCS)
+
+
+@torch.no_grad()
+def constrained_reference(model, schema, doc, n, index) -> tuple[list[int], bool]:
+    """Plain greedy decode of value n alone (prefix + doc + keys 0..n, causal mask), each step
+    restricted to what the slot's rule allows."""
+    sub = layout.SchemaPrompt(
+        schema.attributes[: n + 1],
+        schema.prefix_ids,
+        schema.key_ids[: n + 1],
+        schema.end_ids,
+        schema.terminator,
+    )
+    lay = layout.build_hpd_layout(sub, [doc])
+    x, pos = torch.tensor([lay.input_ids]), torch.tensor([lay.position_ids])
+    T = x.shape[1]
+    cache = modeling.new_cache()
+    rule = constraints.slot_rules(schema)[n]
+    state = rule.start(index, schema.terminator) if rule is not None else None
+
+    def pick(hidden):
+        lp = modeling.logprobs(model, hidden[:, -1])
+        if state is not None:
+            lp = constrain(lp, [state.allowed()])
+        return modeling.greedy(lp)[0]
+
+    tok = pick(modeling.forward_hidden(model, x, pos, masks.causal_mask(1, T, T, model.dtype, "cpu"), cache))
+    start, gap, out = lay.slot_start[0][n], schema.attributes[n].max_tokens, []
+    for k in range(gap + 1):
+        if int(tok) == schema.terminator:
+            return out, False
+        if k == gap:
+            return out, True
+        out.append(int(tok))
+        if state is not None:
+            state.push(int(tok))
+        T += 1
+        mask = masks.causal_mask(1, 1, T, model.dtype, "cpu")
+        tok = pick(modeling.forward_hidden(model, tok.view(1, 1), torch.tensor([[start + k]]), mask, cache))
+    raise AssertionError("unreachable")
