@@ -60,8 +60,17 @@ def attribute_specs(schema_id: int) -> list:
     from catalog.models import Attribute
     from extraction.engine.api import AttributeSpec
 
+    # the catalog's types reach the engine: an enumeration decodes one of its allowed values, a
+    # boolean yes / no, a number a number with a unit in the attribute's unit (engine constraints)
     return [
-        AttributeSpec(a.name, a.description, a.max_tokens)
+        AttributeSpec(
+            a.name,
+            a.description,
+            a.max_tokens,
+            kind=a.kind,
+            unit=a.unit,
+            allowed_values=tuple(str(v) for v in a.allowed_values or ()),
+        )
         for a in Attribute.objects.filter(schema_id=schema_id).order_by("position", "id")
     ]
 
