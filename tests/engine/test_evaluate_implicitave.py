@@ -10,12 +10,21 @@ from extraction.engine import data
 
 HEADER = "id\timages\tcategory\ttexts\tattribute_names\tattribute_values\n"
 ROWS = [
-    ("B1", "Dresses", "[Title] Jessica Howard Women's Cap Sleeve V Neck Beaded", "Sleeve Style", "Short Sleeve"),
+    (
+        "B1",
+        "Dresses",
+        "[Title] Jessica Howard Women's Cap Sleeve V Neck Beaded",
+        "Sleeve Style",
+        "Short Sleeve",
+    ),
     ("B1", "Dresses", "[Title] Jessica Howard Women's Cap Sleeve V Neck Beaded", "Neckline", "V-Neck"),
     ("B2", "Dresses", '[Title] "Milk" Nursingwear Sleek Striped Maxi', "Neckline", "Scoop Neck"),
     ("B3", "Shirts & Tops", "[Title] Diesel Men's Exposure Tee", "Sleeve Style", "Long Sleeve"),
 ]
-OPTIONS = {"Sleeve Style": ["Long Sleeve", "Short Sleeve", "Sleeveless"], "Neckline": ["V-Neck", "Scoop Neck"]}
+OPTIONS = {
+    "Sleeve Style": ["Long Sleeve", "Short Sleeve", "Sleeveless"],
+    "Neckline": ["V-Neck", "Scoop Neck"],
+}
 OTHER = {"Form": ["Powder", "Bags/Packets"], "Neckline": ["Crew"]}  # another domain's options
 
 
@@ -35,7 +44,10 @@ def test_it_reads_a_tsv_grouped_by_id_and_finds_its_options_file(tmp_path):
     assert products[0].gold == {"Sleeve Style": ["Short Sleeve"], "Neckline": ["V-Neck"]}
     assert products[1].text == '"Milk" Nursingwear Sleek Striped Maxi'  # a quote is text, the mark is gone
     assert data.options_for(tsv, products).name == "options_Clothing.json"
-    assert data.schemas(products) == {"Dresses": ["Sleeve Style", "Neckline"], "Shirts & Tops": ["Sleeve Style"]}
+    assert data.schemas(products) == {
+        "Dresses": ["Sleeve Style", "Neckline"],
+        "Shirts & Tops": ["Sleeve Style"],
+    }
 
 
 def run(model_dir, tmp_path, *extra) -> tuple[dict, list[dict]]:
@@ -44,7 +56,18 @@ def run(model_dir, tmp_path, *extra) -> tuple[dict, list[dict]]:
         write_set(tmp_path)
     out, preds = tmp_path / "out.json", tmp_path / "preds.jsonl"
     args = ["evaluate", "--data", str(tsv), "--model", str(model_dir), "--decoders", "ar,fork,hpd"]
-    args += ["--batch", "2", "--stack", "2", "--max-tokens", "2", "--json", str(out), "--predictions", str(preds)]
+    args += [
+        "--batch",
+        "2",
+        "--stack",
+        "2",
+        "--max-tokens",
+        "2",
+        "--json",
+        str(out),
+        "--predictions",
+        str(preds),
+    ]
     assert main(args + list(extra)) == 0
     lines = [json.loads(line) for line in preds.read_text().splitlines()]
     return json.loads(out.read_text()), lines
