@@ -16,10 +16,11 @@ import pathlib
 import statistics
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import calibration, seen_values
 from . import data as ave
+from . import normalized_gold as ng
 from .api import LAYOUT_CANDIDATES, AttributeSpec, Document, Extractor, default_model_dir, model_settings
 from .metric import Report, is_na
 
@@ -44,6 +45,15 @@ def add_evaluate_parser(subparsers) -> None:
         help="options JSON (attribute -> allowed values): those attributes decode as enumerations. Default "
         "for an ImplicitAVE .tsv: the options_*.json of the folder above its domain folder that lists "
         "most of its gold values",
+    )
+    p.add_argument(
+        "--gold",
+        choices=["extracted", "normalized"],
+        default="extracted",
+        help="normalized: score WDC-PAVE against its normalized gold (train_normalized.jsonl beside "
+        "train.jsonl; either may be --data): numeric attributes decode as numbers in the gold's unit "
+        "and compare as numbers, attributes whose normalized gold is rarely a span decode as free text; "
+        "prints the F1 against the extracted gold beside it",
     )
     p.add_argument(
         "--typed",
@@ -204,13 +214,17 @@ class Types:
     enums: dict[str, list[str]] = field(default_factory=dict)
     na: bool = True
     source: str | None = None  # the options file
+    numbers: dict[str, str] = field(default_factory=dict)  # attribute -> unit (--gold normalized)
+    free: set[str] = field(default_factory=set)  # text attributes decoded free (--gold normalized)
 
     def spec(self, name: str, max_tokens: int) -> AttributeSpec:
         if name in self.enums:
             return AttributeSpec(
                 name, "", max_tokens, kind="enum", allowed_values=tuple(self.enums[name]), na=self.na
             )
-        return AttributeSpec(name, "", max_tokens)
+        if name in self.numbers:
+            return AttributeSpec(name, "", max_tokens, kind="number", unit=self.numbers[name])
+        return AttributeSpec(name, "", max_tokens, free=name in self.free)
 
 
 def attribute_types(args, products: list[ave.Product]) -> Types:
@@ -224,6 +238,25 @@ def attribute_types(args, products: list[ave.Product]) -> Types:
     if path is None:
         return Types()
     return Types(ave.load_options(path), na=not implicit, source=str(path))
+
+
+def with_gold(products: list[ave.Product], other: list[ave.Product]) -> list[ave.Product]:
+    """The products with the gold of the same keys in other (the extracted gold of normalized
+    products); a key other lacks has no gold there."""
+    by_key = {p.key: p.gold for p in other}
+    return [ave.Product(p.key, p.category, p.text, by_key.get(p.key, {})) for p in products]
+
+
+def score_normalized(run: Run, products, extracted, schemas) -> Report:
+    """Score a run against the normalized gold (its numbers compared as numbers, normalized_gold.py)
+    in place, and -> its report against the extracted gold (on the text as decoded, before a number
+    took the gold's unit)."""
+    canon = [
+        {a: replace(v, text=ng.canonical(a, v.text)) for a, v in pred.items()} for pred in run.predictions
+    ]
+    run.report, run.points = score(ng.canonical_products(products), canon, schemas)
+    raw = [{a: replace(v, text=v.raw or v.text) for a, v in pred.items()} for pred in run.predictions]
+    return score(extracted, raw, schemas)[0]
 
 
 def groups(
@@ -582,7 +615,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    everything = ave.load(args.data)
+    normalized = getattr(args, "gold", "extracted") == "normalized"
+    extracted_path, normalized_path = ng.paths(args.data)
+    if normalized and not (extracted_path.is_file() and normalized_path.is_file()):
+        sys.stderr.write(f"--gold normalized needs {extracted_path} and {normalized_path}\n")
+        return 2
+    everything = ave.load(normalized_path if normalized else args.data)
     schemas = ave.schemas(everything)  # schema = union over the whole file
     products = everything[: args.limit] if args.limit else everything
     try:
@@ -590,6 +628,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         sys.stderr.write(f"{exc}\n")
         return 2
+    extracted_gold = None
+    if normalized:
+        extracted_gold = with_gold(products, ave.load(extracted_path))
+        types.numbers = {a: unit for a, (unit, _) in ng.NUMBERS.items()}
+        types.free = ng.free_attributes(everything)
     ex = Extractor(
         args.model,
         device=args.device,
@@ -663,7 +706,15 @@ def run_evaluate(args: argparse.Namespace) -> int:
         "best settings per decoder (products/s: median over the chunks; hpd speedup: median and "
         "min-max over the chunks of this decoder's seconds / hpd's seconds on the same products):"
     )
+    score_schemas = {cat: [a.name for a in g[2]] for cat, g in grouped.items()}
+    extracted_reports = {
+        d: score_normalized(r, products, extracted_gold, score_schemas) for d, r in best.items() if normalized
+    }
     results = {d: summary(r, n, ex.temperatures.get(d)) for d, r in best.items()}
+    for d, rep in extracted_reports.items():
+        m = rep.micro
+        results[d]["gold"] = "normalized"
+        results[d]["extracted_gold"] = {"f1": m.f1, "precision": m.precision, "recall": m.recall}
     for d, sm in results.items():
         sm["median_products_per_second"] = timing.median_products_per_second(d)
         if "hpd" in best and d != "hpd":
@@ -706,6 +757,16 @@ def run_evaluate(args: argparse.Namespace) -> int:
                 write(
                     f"speed bar hpd/{d}: {ratio:.2f}x median (bar {bar}x) {'ok' if ratio >= bar else 'BELOW'}"
                 )
+    if normalized:
+        write(
+            f"gold: normalized ({normalized_path.name}; numbers {', '.join(sorted(types.numbers))} compared as "
+            f"numbers; free text: {', '.join(sorted(types.free)) or 'none'}); F1 against the extracted gold "
+            f"({extracted_path.name}) on the text as decoded:"
+        )
+        table(
+            [["decoder", "F1 normalized", "F1 extracted"]]
+            + [[d, f"{results[d]['f1']:.3f}", f"{results[d]['extracted_gold']['f1']:.3f}"] for d in best]
+        )
     write()
     seen_table(args, products, best, results)
     write()
@@ -721,6 +782,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "random_standin": ex.random_standin,
             "extractive": extractive,
             "typed": ex.typed,
+            "gold": "normalized" if normalized else "extracted",
+            "numbers": sorted(types.numbers),
+            "free_text": sorted(types.free),
             "options": types.source,
             "enumerations": sorted(types.enums),
             "na_allowed_in_enumerations": types.na,
