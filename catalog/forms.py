@@ -29,6 +29,14 @@ class AttributeForm(forms.Form):
     )
     max_tokens = forms.IntegerField(min_value=1, max_value=MAX_TOKEN_BUDGET, initial=12, label="Token budget")
     required = forms.BooleanField(required=False)
+    free = forms.BooleanField(
+        required=False,
+        label="Free text",
+        help_text="Text only: the model may write a normalized value instead of copying it from the text.",
+    )
+
+    # What each type makes the decoder do, listed beside the form (catalog/_decodings.html).
+    decodings = Attribute.Kind.decodings()
 
     def clean(self):
         cleaned = super().clean()
@@ -48,6 +56,7 @@ class AttributeForm(forms.Form):
             allowed_values=c["allowed_values"],
             max_tokens=c["max_tokens"],
             required=c["required"],
+            free=c["free"],
         )
 
     @classmethod

@@ -64,6 +64,32 @@ class Attribute(models.Model):
         ENUM = "enum", "Enumeration"
         BOOLEAN = "boolean", "Boolean"
 
+        def decoding(self, unit: str = "", free: bool = False) -> str:
+            """What this type makes the decoder do, in one sentence: the schema editor shows it,
+            so that whoever picks a type knows what the engine's slot constraint will allow."""
+            kind = type(self)
+            if self == kind.NUMBER:
+                target = f"converted to {unit}" if unit else "in the unit it is written with"
+                return f"A number with a unit, {target}, or n/a."
+            if self == kind.ENUM:
+                return "One of the allowed values, or n/a."
+            if self == kind.BOOLEAN:
+                return "Yes / no / n/a."
+            if free:
+                return "Written by the model (a normalized value, not necessarily in the text), or n/a."
+            return "Copied from the product text, or n/a."
+
+        @classmethod
+        def decodings(cls) -> list[tuple[str, str]]:
+            """(type, sentence) for every type, for a form where no type is chosen yet."""
+            return [
+                ("Text", cls.TEXT.decoding()),
+                ("Text, free", cls.TEXT.decoding(free=True)),
+                (cls.NUMBER.label, cls.NUMBER.decoding(unit="the attribute's unit")),
+                (cls.ENUM.label, cls.ENUM.decoding()),
+                (cls.BOOLEAN.label, cls.BOOLEAN.decoding()),
+            ]
+
     schema = models.ForeignKey(SchemaVersion, related_name="attributes", on_delete=models.CASCADE)
     position = models.PositiveIntegerField(default=0)
     name = models.CharField(max_length=100)
@@ -75,6 +101,11 @@ class Attribute(models.Model):
         default=12, help_text="Token budget: the value's slot width."
     )
     required = models.BooleanField(default=False)
+    # Text only: a free value is written by the model (say, normalized as a catalog spells it);
+    # an extractive one (the default) is copied from the product text.
+    free = models.BooleanField(
+        default=False, help_text="Text only: the model may write a value that is not in the product text."
+    )
 
     class Meta:
         ordering = ["schema", "position", "id"]
@@ -84,6 +115,11 @@ class Attribute(models.Model):
 
     def __str__(self):
         return self.name
+
+    @property
+    def is_extractive(self) -> bool:
+        """Its values are copied from the product text (so a value not found there is suspect)."""
+        return self.kind == self.Kind.TEXT and not self.free
 
 
 class Product(models.Model):

@@ -35,6 +35,7 @@ class AttributeData:
     allowed_values: list[str] = field(default_factory=list)
     max_tokens: int = 12
     required: bool = False
+    free: bool = False
 
     @classmethod
     def of(cls, attribute: Attribute) -> "AttributeData":
@@ -46,10 +47,16 @@ class AttributeData:
             allowed_values=list(attribute.allowed_values or []),
             max_tokens=attribute.max_tokens,
             required=attribute.required,
+            free=attribute.free,
         )
 
+    @property
+    def decoding(self) -> str:
+        return Attribute.Kind(self.kind).decoding(self.unit, self.free)
+
     def normalized(self) -> "AttributeData":
-        """Drop what the kind does not use (a unit on a text attribute, values on a number)."""
+        """Drop what the kind does not use (a unit on a text attribute, values on a number, free on
+        anything but text)."""
         return AttributeData(
             name=self.name.strip(),
             description=self.description.strip(),
@@ -60,6 +67,7 @@ class AttributeData:
             else [],
             max_tokens=self.max_tokens,
             required=self.required,
+            free=self.free and self.kind == Attribute.Kind.TEXT,
         )
 
 
@@ -225,8 +233,9 @@ def parse_schema_dict(payload) -> tuple[str, str, list[AttributeData]]:
         values = raw.get("allowed_values", [])
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
             raise SchemaError(f"{where}.allowed_values must be a list of strings")
-        if "required" in raw and not isinstance(raw["required"], bool):
-            raise SchemaError(f"{where}.required must be true or false")
+        for flag in ("required", "free"):
+            if flag in raw and not isinstance(raw[flag], bool):
+                raise SchemaError(f"{where}.{flag} must be true or false")
         if isinstance(raw.get("max_tokens"), bool):
             raise SchemaError(f"{where}.max_tokens must be a whole number")
         data = AttributeData(**{"name": "", **raw})

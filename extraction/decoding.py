@@ -61,7 +61,8 @@ def attribute_specs(schema_id: int) -> list:
     from extraction.engine.api import AttributeSpec
 
     # the catalog's types reach the engine: an enumeration decodes one of its allowed values, a
-    # boolean yes / no, a number a number with a unit in the attribute's unit (engine constraints)
+    # boolean yes / no, a number a number with a unit in the attribute's unit, a text a span of
+    # the document unless the schema marks it free (engine constraints)
     return [
         AttributeSpec(
             a.name,
@@ -70,6 +71,7 @@ def attribute_specs(schema_id: int) -> list:
             kind=a.kind,
             unit=a.unit,
             allowed_values=tuple(str(v) for v in a.allowed_values or ()),
+            free=a.free,
         )
         for a in Attribute.objects.filter(schema_id=schema_id).order_by("position", "id")
     ]

@@ -3,7 +3,7 @@
 Rules: trim and collapse spaces; "n/a" (any case) stays "n/a"; numbers with a unit are converted to
 the attribute's unit when both units are known lengths, weights or volumes; enumerations take the
 allowed value's spelling; booleans become yes / no. Anything the rules do not recognise is kept as
-the trimmed text, never dropped.
+the trimmed text, never dropped; only checked_value, for what a person types, refuses it instead.
 """
 
 import re
@@ -62,6 +62,8 @@ _UNIT_SPELLINGS = {
 _NUMBER_WITH_UNIT = re.compile(r"^\s*(-?\d+(?:[.,]\d+)?)\s*([a-zA-Z\"'. ]*?)\s*$")
 _TRUE = {"yes", "y", "true", "1"}
 _FALSE = {"no", "n", "false", "0"}
+YES, NO = "yes", "no"
+BOOLEAN_VALUES = (YES, NO)
 
 
 def known_units(unit: str = "") -> list[str]:
@@ -122,7 +124,30 @@ def normalize_value(raw: str, kind: str = "text", unit: str = "", allowed_values
     if kind == "boolean":
         lowered = text.lower()
         if lowered in _TRUE:
-            return "yes"
+            return YES
         if lowered in _FALSE:
-            return "no"
+            return NO
     return text
+
+
+def checked_value(raw: str, kind: str = "text", unit: str = "", allowed_values=()) -> str:
+    """normalize_value for a value a person typed (a correction, a blind label): the same rules,
+    but what the type cannot hold is refused (ValueError saying why) rather than kept as text, so
+    that no stored value breaks the constraint the decoders are held to."""
+    value = normalize_value(raw, kind, unit, allowed_values)
+    typed = " ".join(raw.split())
+    if value in ("", NA):
+        return value
+    if kind == "enum":
+        allowed = [str(v) for v in allowed_values or ()]
+        if value not in allowed:
+            raise ValueError(f"{typed!r} is not one of {', '.join(allowed)} (or n/a)")
+    elif kind == "boolean" and value not in BOOLEAN_VALUES:
+        raise ValueError(f"{typed!r} is not yes or no (or n/a)")
+    elif kind == "number":
+        match = _NUMBER_WITH_UNIT.match(value)
+        # normalize_number writes a number it could convert in the schema's unit
+        if not match or (unit and unit_key(match.group(2)) != unit_key(unit)):
+            in_unit = f" in {unit} (or in a unit that converts to it)" if unit else ""
+            raise ValueError(f"{typed!r} is not a number{in_unit}")
+    return value

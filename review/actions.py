@@ -10,6 +10,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from extraction.models import ExtractedValue
+from extraction.normalize import checked_value
 from review.gold import sync_gold
 from review.models import GoldValue, ValueEvent
 
@@ -66,8 +67,12 @@ def _target(action: str, value: ExtractedValue, text: str | None) -> tuple[str, 
             raise ReviewError("value: type the correct value (or use n/a when the product has none)")
         if len(text) > MAX_VALUE_LENGTH:
             raise ReviewError(f"value: {len(text)} characters, at most {MAX_VALUE_LENGTH} are allowed")
-        if text.lower() == NA:
-            text = NA
+        attribute = value.attribute
+        try:
+            # stored as the model's values are: an enumeration's spelling, a number in the schema's unit
+            text = checked_value(text, attribute.kind, attribute.unit, attribute.allowed_values)
+        except ValueError as exc:
+            raise ReviewError(f"value: {exc}; nothing was saved") from None
         return (Status.ACCEPTED if text == value.value else Status.CORRECTED), text
     raise ReviewError(f"action: {action!r} is not a review action")
 

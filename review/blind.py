@@ -10,12 +10,11 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from catalog.models import Attribute, Catalog, Category, Product
-from extraction.normalize import NA, normalize_value
+from extraction.normalize import checked_value
 from review.actions import MAX_VALUE_LENGTH
 from review.models import GoldValue
 
 Provenance = GoldValue.Provenance
-BOOLEAN_FORMS = ("yes", "no", NA)
 
 
 class BlindLabelError(ValueError):
@@ -71,16 +70,7 @@ def clean_label(attribute: Attribute, raw: str) -> str:
         raise ValueError("empty: type the value, or n/a when the product has none")
     if len(text) > MAX_VALUE_LENGTH:
         raise ValueError(f"{len(text)} characters, at most {MAX_VALUE_LENGTH} are allowed")
-    value = normalize_value(text, attribute.kind, attribute.unit, attribute.allowed_values)
-    if value == NA:
-        return NA
-    if attribute.kind == Attribute.Kind.ENUM and attribute.allowed_values:
-        allowed = [str(v) for v in attribute.allowed_values]
-        if value not in allowed:
-            raise ValueError(f"{text!r} is not one of {', '.join(allowed)} (or n/a)")
-    if attribute.kind == Attribute.Kind.BOOLEAN and value not in BOOLEAN_FORMS:
-        raise ValueError(f"{text!r} is not yes or no (or n/a)")
-    return value
+    return checked_value(text, attribute.kind, attribute.unit, attribute.allowed_values)
 
 
 def clean_labels(attributes: list[Attribute], submitted: dict[str, str]) -> dict[str, str]:

@@ -1,6 +1,9 @@
 """Export approved values (accepted and corrected) as CSV or JSON, wide or long.
 
-Wide: one row per product, one column per attribute. Long: one row per value.
+Wide: one row per product, two columns per attribute: the approved value, normalized (an
+enumeration's spelling, a number in the schema's unit), and beside it "<name> (raw)", the text the
+model wrote before normalization (ExtractedValue.raw_text; a correction replaces the value, not
+that text). Long: one row per value, with the model's normalized value and its raw text side by side.
 Every CSV cell goes through catalog.csv_safety.safe_cell so a spreadsheet never runs a formula.
 Small exports stream back in the request; larger ones become an ExportJob written in the
 background on the `light` queue, with progress and a download link.
@@ -31,6 +34,7 @@ LONG_COLUMNS = [
     "value",
     "status",
     "model_value",
+    "model_raw",
     "confidence",
     "reviewed_by",
     "reviewed_at",
@@ -63,6 +67,7 @@ def _long_records(queue_filter: QueueFilter) -> Iterator[dict]:
             "reviewed_value",
             "review_status",
             "value",
+            "raw_text",
             "confidence",
             "reviewed_by__username",
             "reviewed_at",
@@ -83,10 +88,15 @@ def _wide_records(queue_filter: QueueFilter) -> Iterator[dict]:
         if current is None or current["_key"] != key:
             if current is not None:
                 yield current
-            current = {"_key": key, **{c: record[c] for c in PRODUCT_COLUMNS}, "values": {}}
+            current = {"_key": key, **{c: record[c] for c in PRODUCT_COLUMNS}, "values": {}, "raw": {}}
         current["values"][record["attribute"]] = record["value"]
+        current["raw"][record["attribute"]] = record["model_raw"]
     if current is not None:
         yield current
+
+
+def raw_column(name: str) -> str:
+    return f"{name} (raw)"
 
 
 def attribute_names(queue_filter: QueueFilter) -> list[str]:
@@ -130,13 +140,13 @@ def write_export(
         if fmt == ExportJob.Format.CSV:
             names = attribute_names(queue_filter)
             writer = csv.writer(out)
-            writer.writerow(safe_row(PRODUCT_COLUMNS + names))  # attribute names are user text too
+            header = [column for n in names for column in (n, raw_column(n))]
+            writer.writerow(safe_row(PRODUCT_COLUMNS + header))  # attribute names are user text too
             for record in records:
-                writer.writerow(
-                    safe_row(
-                        [record[c] for c in PRODUCT_COLUMNS] + [record["values"].get(n, "") for n in names]
-                    )
-                )
+                cells = [
+                    cell for n in names for cell in (record["values"].get(n, ""), record["raw"].get(n, ""))
+                ]
+                writer.writerow(safe_row([record[c] for c in PRODUCT_COLUMNS] + cells))
                 tick(len(record["values"]))
         else:
             _write_json_list(

@@ -2,7 +2,9 @@
 
 from dataclasses import dataclass
 
+from catalog.models import Attribute
 from extraction.models import ExtractedValue
+from extraction.normalize import BOOLEAN_VALUES, NA
 from review.actions import shown_value
 from review.filters import QueueFilter, partner_of
 from review.highlight import highlight, occurs
@@ -19,6 +21,38 @@ class Row:
     outcome: str = "ok"  # ok | conflict | error: tells the page whether to move on
     message: str = ""
     attempted: str = ""
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """What the edit box offers: an enumeration's or a boolean's values and n/a (a select, so
+        a correction is picked by keyboard), () where any text goes."""
+        values = closed_values(self.value.attribute)
+        return (*values, NA) if values else ()
+
+    @property
+    def edit_text(self) -> str:
+        """What the edit box starts with: the reviewer's refused input, else the shown value; a
+        number without its unit, which the box shows beside it (and a bare number is read in)."""
+        if self.attempted:
+            return self.attempted
+        attribute = self.value.attribute
+        if attribute.kind == Attribute.Kind.NUMBER and attribute.unit:
+            return self.shown.removesuffix(f" {attribute.unit}")
+        return self.shown
+
+    @property
+    def warns_not_in_text(self) -> bool:
+        """A copied value the document does not hold; other types are written, not copied."""
+        return self.value.attribute.is_extractive and not self.found_in_document and self.shown != NA
+
+
+def closed_values(attribute: Attribute) -> tuple[str, ...]:
+    """The values an attribute's type allows besides n/a (enumeration, boolean), () when open."""
+    if attribute.kind == Attribute.Kind.ENUM:
+        return tuple(str(v) for v in attribute.allowed_values or ())
+    if attribute.kind == Attribute.Kind.BOOLEAN:
+        return BOOLEAN_VALUES
+    return ()
 
 
 def make_row(value: ExtractedValue, outcome: str = "ok", message: str = "", attempted: str = "") -> Row:

@@ -10,7 +10,7 @@ ACTIONS = OrderedDict(
         ("next", ("Next value", "j")),
         ("prev", ("Previous value", "k")),
         ("accept", ("Accept", "a")),
-        ("edit", ("Edit (Enter saves, Escape cancels)", "e")),
+        ("edit", ("Edit (Enter saves, Escape cancels; in a list, arrows or letters pick)", "e")),
         ("reject", ("Reject", "r")),
         ("na", ("Set n/a", "n")),
         ("undo", ("Undo my last change", "u")),

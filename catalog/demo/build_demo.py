@@ -4,14 +4,17 @@ Not used at run time; kept so the demo files can be regenerated and checked. It 
 PER_CATEGORY products of each category from train.jsonl, writes products.csv (sku, title,
 category, then one column per attribute holding the gold value) and schemas.json (per category:
 the union of attribute names, most frequent first, with prompt descriptions and token budgets
-sized from the longest gold value).
+sized from the longest gold value). The attributes of TYPED become enumerations and booleans,
+their known values mapped from the gold spans.
 """
 
 import csv
 import json
 import math
+import re
 import sys
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 PER_CATEGORY = 40
@@ -23,7 +26,6 @@ DESCRIPTIONS = {
     "Brand": "The brand or manufacturer name, as written in the title.",
     "Sub brand": "The product line or sub-brand below the main brand.",
     "Model name": "The model or style name of the product.",
-    "Gender": "Who the product is made for: men's, women's, unisex, boys', girls'.",
     "Age": "The age group the product is for, e.g. adult, kids, baby.",
     "Age range": "The age range the product is for, e.g. adult, 2-7 years.",
     "Color": "The colour or colour name of the product.",
@@ -41,7 +43,195 @@ DESCRIPTIONS = {
 }
 
 
+@dataclass(frozen=True)
+class Typed:
+    """An attribute the demo types: an enumeration or a boolean (yes / no), and how a product's
+    OA-Mine gold span of `source` (the attribute itself when empty; another attribute's for a
+    boolean derived from it) maps to its value: the first value whose pattern the span matches,
+    ignoring case. No match, or no span: the product has no known value (OA-Mine annotates what a
+    title says, so a title that says nothing is left unknown rather than taken for "no")."""
+
+    kind: str
+    choices: tuple[tuple[str, str], ...]  # (value, pattern); an enumeration's values in this order
+    description: str
+    source: str = ""
+
+    def value_of(self, span: str) -> str:
+        return next((value for value, pattern in self.choices if re.search(pattern, span, re.I)), "")
+
+    @property
+    def allowed_values(self) -> list[str]:
+        return [value for value, _ in self.choices] if self.kind == "enum" else []
+
+
+YES, NO = "yes", "no"
+# Who a product is for, as the titles say it; "men and women" is unisex (Unise: a typo in the data).
+GENDER = Typed(
+    "enum",
+    (
+        ("Unisex", r"unise|\bmen\b.*\bwomen|\bwomen\b.*\bmen"),
+        ("Women", r"women|ladies"),
+        ("Men", r"\bmen"),
+        ("Girls", r"girl"),
+        ("Boys", r"boy"),
+        ("Kids", r"kid|child"),
+    ),
+    "Who the product is made for: unisex, women, men, girls, boys or kids.",
+)
+# A named scent is a scented product: "no" for any span that is not a free / unscented one.
+FRAGRANCE_FREE = Typed(
+    "boolean",
+    ((YES, r"free|unscented"), (NO, r"\w")),
+    "Whether the product is fragrance free (unscented).",
+    source="Scent",
+)
+# Per category, the attributes that become typed: at least one enumeration and one boolean each.
+TYPED = {
+    "Breakfast Cereal": {
+        "Container": Typed(
+            "enum",
+            (("Box", r"box"), ("Bag", r"bag"), ("Cup", r"cup"), ("Packet", r"packet")),
+            "The container the cereal is sold in.",
+        ),
+        "Organic": Typed(
+            "boolean", ((YES, r"organic"),), "Whether the product is sold as organic.", source="Specialty"
+        ),
+    },
+    "Coffee": {
+        "Roast type": Typed(
+            "enum",
+            (
+                ("Light Roast", r"light"),
+                ("Medium Dark Roast", r"medium[ -]dark"),
+                ("Medium Roast", r"medium"),
+                ("Dark Roast", r"dark"),
+                ("French Roast", r"french"),
+                ("Italian Roast", r"italian"),
+                ("Espresso Roast", r"espresso"),
+            ),
+            "How dark the coffee is roasted.",
+        ),
+        "Decaffeinated": Typed(
+            "boolean",
+            ((YES, r"decaf"), (NO, r"caffeinated")),
+            "Whether the coffee is decaffeinated.",
+            source="Caffeine content",
+        ),
+    },
+    "Conditioner": {
+        "Gender": GENDER,
+        "Leave-in": Typed(
+            "boolean",
+            ((YES, r"leave-in"), (NO, r"mask|deep|shampoo|co-wash")),  # these are rinsed out
+            "Whether the conditioner is left in rather than rinsed out.",
+            source="Item form",
+        ),
+    },
+    "Laundry Detergent": {
+        "Item form": Typed(
+            "enum",
+            (
+                ("Pods", r"pac|pod"),  # before liquid: "liquid detergent pacs"
+                ("Liquid", r"liquid"),
+                ("Powder", r"powder"),
+                ("Flakes", r"flake"),
+                ("Sheets", r"sheet|strip"),
+                ("Gel", r"gel"),
+                ("Spray", r"spray"),
+            ),
+            "The physical form of the detergent.",
+        ),
+        "Fragrance free": FRAGRANCE_FREE,
+    },
+    "Safety Mask": {
+        "Gender": GENDER,
+        "Reusable": Typed(
+            "boolean",
+            ((YES, r"reusable|washable"), (NO, r"disposable")),
+            "Whether the mask can be washed and worn again.",
+            source="Reusability",
+        ),
+    },
+    "Shoes": {
+        "Gender": GENDER,
+        "Waterproof": Typed("boolean", ((YES, r"waterproof"),), "Whether the shoe is waterproof."),
+    },
+    "Sunscreen": {
+        "Gender": GENDER,
+        "Item form": Typed(
+            "enum",
+            (
+                ("Stick", r"stick"),  # before lotion: "lotion stick"
+                ("Lotion", r"lotion"),
+                ("Spray", r"spray|mist"),
+                ("Cream", r"cream"),
+                ("Gel", r"gel"),
+                ("Balm", r"balm"),
+            ),
+            "The physical form of the sunscreen.",
+        ),
+        "Fragrance free": FRAGRANCE_FREE,
+    },
+    "Tea": {
+        "Tea variety": Typed(
+            "enum",
+            (
+                ("Black tea", r"black"),
+                ("Green tea", r"green|matcha"),
+                ("White tea", r"white"),
+                ("Oolong tea", r"oolong"),
+                ("Herbal tea", r"herbal|chamomile|rooibos|hibiscus|mint"),
+            ),
+            "The kind of tea.",
+        ),
+        "Caffeine free": Typed(
+            "boolean",
+            ((YES, r"caffeine[ -]free|decaf"), (NO, r"caffein")),
+            "Whether the tea has no caffeine.",
+            source="Caffeine content",
+        ),
+    },
+    "Toothbrush": {
+        "Firmness": Typed(
+            "enum",
+            (
+                ("Extra soft", r"extra soft"),
+                ("Ultra soft", r"ultra soft"),
+                ("Soft", r"soft"),
+                ("Medium", r"medium"),
+                ("Firm", r"firm|hard"),
+            ),
+            "How firm the bristles are.",
+        ),
+        "Electric": Typed(
+            "boolean",
+            ((YES, r"electric|power|sonic|battery"), (NO, r"manual")),
+            "Whether the toothbrush is powered (electric, sonic, battery).",
+            source="Operation mode",
+        ),
+    },
+    "Vitamin": {
+        "Gender": GENDER,
+        "Item form": Typed(
+            "enum",
+            (
+                ("Tablets", r"\btab"),  # not "vegetable"
+                ("Softgels", r"soft ?gel"),  # before capsules: "softgel capsules"
+                ("Capsules", r"capsule"),
+                ("Gummies", r"gumm"),
+                ("Powder", r"powder"),
+                ("Lozenges", r"lozenge"),
+                ("Liquid", r"liquid|drop"),
+            ),
+            "The physical form of the supplement.",
+        ),
+        "Vegan": Typed("boolean", ((YES, r"vegan"),), "Whether the product is vegan.", source="Diet"),
+    },
+}
+
+
 def description_for(name: str, category: str) -> str:
+
     return DESCRIPTIONS.get(
         name, f"The {name.lower()} of this {category.lower()} product, as written in the title."
     )
@@ -50,6 +240,28 @@ def description_for(name: str, category: str) -> str:
 def budget_for(values: list[str]) -> int:
     longest = max((len(v) for v in values), default=12)
     return max(MIN_BUDGET, min(MAX_BUDGET, math.ceil(longest / CHARS_PER_TOKEN) + 2))
+
+
+def attribute_of(name: str, category: str, values: list[str], share: float, typed: Typed | None) -> dict:
+    """One attribute of a category's schema, as schemas.json holds it (the schema export's form)."""
+    return {
+        "name": name,
+        "description": typed.description if typed else description_for(name, category),
+        "kind": typed.kind if typed else "text",
+        "unit": "",
+        "allowed_values": typed.allowed_values if typed else [],
+        "max_tokens": budget_for([value for value, _ in typed.choices] if typed else values),
+        "required": share >= REQUIRED_SHARE,
+        "free": False,
+    }
+
+
+def known_value(category: str, name: str, gold: dict[str, str]) -> str:
+    """A product's known value of an attribute: its gold span, or what the span says in the type."""
+    typed = TYPED.get(category, {}).get(name)
+    if typed is None:
+        return gold.get(name, "")
+    return typed.value_of(gold.get(typed.source or name, ""))
 
 
 def build(source: Path) -> None:
@@ -65,17 +277,14 @@ def build(source: Path) -> None:
         for item in items:
             for name, scores in item["target_scores"].items():
                 values[name].extend(scores)
+        typed = TYPED.get(category, {})
         attributes = [
-            {
-                "name": name,
-                "description": description_for(name, category),
-                "kind": "text",
-                "unit": "",
-                "allowed_values": [],
-                "max_tokens": budget_for(values[name]),
-                "required": count / len(items) >= REQUIRED_SHARE,
-            }
+            attribute_of(name, category, values[name], count / len(items), typed.get(name))
             for name, count in frequency.most_common()
+        ]
+        # booleans derived from another attribute's gold come last
+        attributes += [
+            attribute_of(name, category, [], 0, t) for name, t in typed.items() if name not in frequency
         ]
         schemas.append(
             {"format": "slotwise-schema/1", "category": category, "description": "", "attributes": attributes}
@@ -96,7 +305,7 @@ def build(source: Path) -> None:
                         f"OAM-{prefix}-{number:03d}",
                         item["input"],
                         category,
-                        *(gold.get(n, "") for n in attribute_order),
+                        *(known_value(category, n, gold) for n in attribute_order),
                     ]
                 )
 

@@ -37,11 +37,11 @@ import re
 
 import torch
 
+from ..normalize import BOOLEAN_VALUES as BOOLEAN_VALUES  # a boolean slot's values, as normalize writes them
 from ..normalize import known_units, normalize_number
 from .extractive import DocIndex, SpanState, TokenTable
 from .layout import FREE, NA, WORD, SchemaPrompt, Tokenizer, value_ids
 
-BOOLEAN_VALUES = ("yes", "no")
 KINDS = ("text", "enum", "boolean", "number")
 
 

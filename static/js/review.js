@@ -55,21 +55,29 @@
     if (button && button.tagName === "BUTTON" && button.type === "submit") button.click();
   }
 
+  // The edit box holds a text input, or a select where the type allows a list of values only
+  // (letters and arrows pick a value there, Enter saves as in the text input).
+  const editField = (box) => box.querySelector("input, select");
+
   function startEdit() {
     const row = current();
     if (!row) return;
     const box = row.querySelector(".edit-box");
     box.hidden = false;
-    const input = box.querySelector("input");
-    input.focus();
-    input.select();
+    const field = editField(box);
+    field.focus();
+    if (field.tagName === "INPUT") field.select();
   }
 
   function stopEdit(row) {
     const box = row.querySelector(".edit-box");
-    const input = box.querySelector("input");
-    input.value = input.defaultValue;
-    input.blur();
+    const field = editField(box);
+    if (field.tagName === "SELECT") {
+      Array.from(field.options).forEach((option) => { option.selected = option.defaultSelected; });
+    } else {
+      field.value = field.defaultValue;
+    }
+    field.blur();
     box.hidden = true;
     row.focus({ preventScroll: true });
   }

@@ -1,10 +1,12 @@
-"""A reviewer goes through ten values with the keyboard only, then exports what they approved."""
+"""A reviewer goes through ten values with the keyboard only, then exports what they approved; an
+enumeration is corrected from its list of values by keyboard too."""
 
 import csv
 import io
 
 import pytest
 
+from catalog.models import Attribute
 from extraction.models import ExtractedValue
 from review.models import ValueEvent
 from tests.support.browser import chromium_page, sign_in
@@ -71,12 +73,14 @@ def test_a_reviewer_reviews_ten_values_by_keyboard_and_exports_them(live_server,
     rows = list(csv.reader(io.StringIO(path.read_text())))
     header, body = rows[0], rows[1:]
     assert header[:4] == ["catalog", "sku", "title", "category"]
-    exported = {cell for row in body for cell in row[4:] if cell}
-    assert {"Nike Air", "n/a"} <= exported
+    # each attribute's approved value, beside it the model's raw text ("<name> (raw)")
+    value_columns = [i for i, name in enumerate(header) if i >= 4 and not name.endswith(" (raw)")]
+    exported = [row[i] for row in body for i in value_columns if row[i]]
+    assert {"Nike Air", "n/a"} <= set(exported)
     assert order[3].value not in exported  # rejected values are not exported
     approved = [v for v in order[:10] if statuses[v.pk] in ("accepted", "corrected")]
     assert len(approved) == 9
-    assert sum(1 for row in body for cell in row[4:] if cell) == 9
+    assert len(exported) == 9
 
 
 def test_filters_refresh_the_queue_in_place_and_follow_the_run(live_server, bob, password):
@@ -150,3 +154,34 @@ def test_a_long_unbroken_value_wraps_instead_of_squeezing_the_product_column(liv
     assert widths["page"] <= widths["viewport"]  # no sideways scrolling
     assert widths["product"] >= widths["list"] * 0.2  # about its 2/8.2 share, not one word wide
     assert widths["value"] <= widths["list"] * 0.3
+
+
+def test_a_reviewer_corrects_an_enumeration_from_its_list_by_keyboard(live_server, bob, password):
+    scene = make_scenario(
+        products=3,
+        attributes=("Gender",),
+        value_of=lambda i, name: (["Men", "Women", "Men"][i], 0.2 + i / 10),
+    )
+    Attribute.objects.filter(pk=scene.attributes["Gender"].pk).update(
+        kind="enum", allowed_values=["Men", "Women", "Unisex"]
+    )
+    order = list(ExtractedValue.objects.filter(run=scene.run).order_by("confidence", "id"))
+    with chromium_page() as page:
+        sign_in(page, live_server.url, "bob", password)
+        page.goto(f"{live_server.url}/review/queue/?run={scene.run.pk}")
+
+        def edit(keys, value):
+            page.wait_for_selector(f"#value-{value.pk}.active")
+            page.keyboard.press("e")
+            select = page.locator(f"#value-{value.pk} .edit-box select")
+            assert select.evaluate("el => el === document.activeElement")  # the list has the keys
+            for key in keys:
+                page.keyboard.press(key)
+            page.keyboard.press("Enter")
+            page.wait_for_selector(f"#value-{value.pk}.status-corrected")
+
+        edit(["ArrowDown"], order[0])  # Men -> the next value in the list
+        edit(["u"], order[1])  # typing picks the value that starts so
+        edit(["n"], order[2])  # n/a is in the list too
+    reviewed = [ExtractedValue.objects.get(pk=v.pk).reviewed_value for v in order]
+    assert reviewed == ["Women", "Unisex", "n/a"]

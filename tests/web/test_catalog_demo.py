@@ -39,6 +39,32 @@ def test_it_ships_schemas_whose_attributes_cover_the_gold_columns():
     assert "Apache" in (DEMO_DIR / "README.md").read_text(encoding="utf-8")
 
 
+def test_every_demo_category_has_an_enumeration_and_a_boolean_whose_known_values_fit(db):
+    err = StringIO()
+    call_command("load_demo_catalog", stdout=StringIO(), stderr=err)
+    assert err.getvalue() == ""  # no row skipped: every typed known value is one the type allows
+    for category in Category.objects.all():
+        kinds = {a.kind for a in category.current_schema.attributes.all()}
+        assert {"enum", "boolean"} <= kinds, category.name
+    shoes = Category.objects.get(name="Shoes").current_schema.attributes
+    gender = shoes.get(name="Gender")
+    assert gender.kind == "enum" and {"Men", "Women", "Unisex"} <= set(gender.allowed_values)
+    assert shoes.get(name="Waterproof").kind == "boolean"
+    typed = {
+        category.pk: [a for a in category.current_schema.attributes.all() if a.kind in ("enum", "boolean")]
+        for category in Category.objects.all()
+    }
+    for product in Product.objects.all():
+        for attribute in typed[product.category_id]:
+            allowed = attribute.allowed_values or ["yes", "no"]
+            assert product.known_values.get(attribute.name, allowed[0]) in allowed, (
+                product.sku,
+                attribute.name,
+            )
+    coffee = Product.objects.filter(category__name="Coffee", title__icontains="decaf")
+    assert {p.known_values.get("Decaffeinated") for p in coffee} == {"yes"}  # from the gold "Decaf"
+
+
 def test_it_benchmarks_an_import_and_cleans_up(db):
     out = StringIO()
     call_command("bench_import", rows=3000, stdout=out)

@@ -1,13 +1,14 @@
 """Schemas: categories, ordered attributes, versions, JSON export/import, the htmx editor."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from catalog.models import Category, SchemaVersion
+from catalog.models import Attribute, Category, SchemaVersion
 from catalog.schemas import AttributeData, StaleSchema, current_attributes, do_add_attribute
 from tests.support.catalog import make_category
 
@@ -86,6 +87,7 @@ def test_it_shows_the_inline_edit_form_as_a_table_row(client_for, alice):
     body = response.content.decode()
     assert body.lstrip().startswith('<tr id="attribute-0"')
     assert 'value="Brand"' in body and 'value="The maker"' in body
+    assert 'name="edit-free"' in body and "<dt>Boolean</dt><dd>Yes / no / n/a.</dd>" in body
 
 
 def test_it_rejects_a_change_made_on_an_old_version(client_for, alice):
@@ -191,3 +193,97 @@ def test_it_imports_a_list_of_schemas_all_or_nothing(client_for, alice):
     response = client.post(reverse("catalog:schema_import"), {"file": SimpleUploadedFile("demo.json", demo)})
     assert response["Location"] == reverse("catalog:schemas")
     assert Category.objects.count() == 10
+
+
+def test_each_type_says_what_it_makes_the_decoder_do():
+    Kind = Attribute.Kind
+    assert Kind.TEXT.decoding() == "Copied from the product text, or n/a."
+    assert Kind.TEXT.decoding(free=True).startswith("Written by the model")
+    assert Kind.ENUM.decoding() == "One of the allowed values, or n/a."
+    assert Kind.BOOLEAN.decoding() == "Yes / no / n/a."
+    assert Kind.NUMBER.decoding(unit="kg") == "A number with a unit, converted to kg, or n/a."
+    assert [kind for kind, _ in Kind.decodings()] == [
+        "Text", "Text, free", "Number with unit", "Enumeration", "Boolean"
+    ]  # fmt: skip
+
+
+def test_the_editor_shows_what_each_attribute_and_each_type_makes_the_decoder_do(client_for, alice):
+    category = make_category(
+        "TV",
+        AttributeData("Brand"),
+        AttributeData("Series", free=True),
+        AttributeData("Size", kind="number", unit="in"),
+        AttributeData("Panel", kind="enum", allowed_values=["OLED", "LCD"]),
+        AttributeData("Smart", kind="boolean"),
+    )
+    body = client_for(alice).get(reverse("catalog:schema", args=[category.pk])).content.decode()
+    rows = re.findall(r'<tr id="attribute-\d+".*?</tr>', body, re.S)
+    sentences = [re.search(r'<div class="decoding small">(.*?)</div>', row).group(1) for row in rows]
+    assert sentences == [
+        "Copied from the product text, or n/a.",
+        "Written by the model (a normalized value, not necessarily in the text), or n/a.",
+        "A number with a unit, converted to in, or n/a.",
+        "One of the allowed values, or n/a.",
+        "Yes / no / n/a.",
+    ]
+    assert "text, free" in rows[1]
+    add_form = re.search(r'<form id="add-attribute".*?</form>', body, re.S).group(0)
+    assert "<dt>Text, free</dt><dd>Written by the model" in add_form
+    assert (
+        "<dt>Number with unit</dt><dd>A number with a unit, converted to the attribute&#x27;s unit"
+        in add_form
+    )
+    assert 'name="free"' in add_form
+    version = client_for(alice).get(reverse("catalog:schema_version", args=[category.pk, 1])).content.decode()
+    assert "Yes / no / n/a." in version  # the read-only page of a version says it too
+
+
+def test_marking_a_text_attribute_free_makes_a_new_version(client_for, alice):
+    category = make_category("TV", AttributeData("Series", max_tokens=6))
+    response = client_for(alice).post(
+        reverse("catalog:attribute_edit", args=[category.pk, 0]),
+        {"base_version": 1, "edit-name": "Series", "edit-kind": "text", "edit-max_tokens": 6, "edit-free": "on"},
+        **HTMX,
+    )  # fmt: skip
+    assert "Saved as v2: Edited Series" in response.content.decode()
+    assert category.current_schema.attributes.get().free is True
+    assert SchemaVersion.objects.get(category=category, version=1).attributes.get().free is False
+
+
+def test_free_is_kept_for_text_only(client_for, alice):
+    category = make_category("TV", AttributeData("Brand"))
+    client_for(alice).post(
+        reverse("catalog:attribute_add", args=[category.pk]),
+        {"base_version": 1, "name": "Smart", "kind": "boolean", "max_tokens": 4, "free": "on"},
+        **HTMX,
+    )
+    assert category.current_schema.attributes.get(name="Smart").free is False
+
+
+def test_the_free_flag_travels_in_the_schema_file(client_for, alice):
+    category = make_category("TV", AttributeData("Series", free=True))
+    client = client_for(alice)
+    exported = json.loads(client.get(reverse("catalog:schema_export", args=[category.pk])).content)
+    assert exported["attributes"][0]["free"] is True
+    exported["attributes"][0]["free"] = "yes"
+    upload = SimpleUploadedFile("tv.json", json.dumps(exported).encode())
+    response = client.post(reverse("catalog:schema_import"), {"file": upload})
+    assert response.status_code == 400
+    assert "attributes[0].free must be true or false" in response.content.decode()
+
+
+def test_the_free_flag_reaches_the_engine(db):
+    from extraction.decoding import attribute_specs
+
+    category = make_category(
+        "TV",
+        AttributeData("Brand"),
+        AttributeData("Series", free=True),
+        AttributeData("Panel", kind="enum", allowed_values=["OLED", "LCD"]),
+    )
+    specs = attribute_specs(category.current_schema.pk)
+    assert [(s.name, s.kind, s.free, s.allowed_values) for s in specs] == [
+        ("Brand", "text", False, ()),
+        ("Series", "text", True, ()),
+        ("Panel", "enum", False, ("OLED", "LCD")),
+    ]

@@ -8,6 +8,8 @@ import pytest
 from django.test import override_settings
 from django.urls import reverse
 
+from catalog.models import Attribute
+from extraction.models import ExtractedValue
 from review.actions import do_review
 from review.models import ExportJob
 from tests.support.factories import make_scenario
@@ -48,11 +50,12 @@ def test_it_exports_wide_csv_and_json_in_both_shapes(client_for, bob):
     approve_all(scene, bob)
     client = client_for(bob)
     wide = list(csv.reader(io.StringIO(export(client, scene, "csv", "wide").content.decode())))
-    assert wide[0] == ["catalog", "sku", "title", "category", "Brand", "Color"]
-    assert wide[1][1:] == ["S0000", "Item 0 brand0 color0", "Shoes", "brand0", "color0"]
+    assert wide[0] == ["catalog", "sku", "title", "category", "Brand", "Brand (raw)", "Color", "Color (raw)"]
+    assert wide[1][1:] == ["S0000", "Item 0 brand0 color0", "Shoes", "brand0", "brand0", "color0", "color0"]
     assert len(wide) == 3
     data = json.loads(export(client, scene, "json", "wide").content)
     assert data[1]["sku"] == "S0001" and data[1]["values"] == {"Brand": "brand1", "Color": "color1"}
+    assert data[1]["raw"] == {"Brand": "brand1", "Color": "color1"}
     data = json.loads(export(client, scene, "json", "long").content)
     assert len(data) == 4 and {d["attribute"] for d in data} == {"Brand", "Color"}
 
@@ -68,8 +71,8 @@ def test_cells_a_spreadsheet_would_read_as_formulas_are_neutralized(client_for, 
     # Leading tab/CR are trimmed by the correction itself; the title carries them to the export too.
     scene.products[0].__class__.objects.filter(pk=scene.products[0].pk).update(title="=cmd|' /C calc'!A0")
     scene.values[4].__class__.objects.filter(pk=scene.values[4].pk).update(
-        value="\t=1+2"
-    )  # the model's own text
+        value="\t=1+2", raw_text="=2+3"
+    )  # the model's own text, normalized and raw
     for shape in ("long", "wide"):
         body = export(client_for(bob), scene, "csv", shape).content.decode()
         cells = [c for row in csv.reader(io.StringIO(body)) for c in row]
@@ -79,7 +82,7 @@ def test_cells_a_spreadsheet_would_read_as_formulas_are_neutralized(client_for, 
             and "'-2" in cells
             and "'@SUM(A1)" in cells
         )
-        assert "'=cmd|' /C calc'!A0" in cells
+        assert "'=cmd|' /C calc'!A0" in cells and "'=2+3" in cells
         assert shape == "wide" or "'\t=1+2" in cells
         assert not any(c.startswith(("=", "+", "-", "@", "\t", "\r")) for c in cells), shape
 
@@ -90,8 +93,33 @@ def test_attribute_names_in_the_wide_header_are_neutralized_too(client_for, bob)
     approve_all(scene, bob)
     body = export(client_for(bob), scene, "csv", "wide").content.decode()
     header = next(csv.reader(io.StringIO(body)))
-    assert header == ["catalog", "sku", "title", "category", "'=SUM(1+1)", "'@cmd", "Brand"]
+    assert header == [
+        "catalog", "sku", "title", "category",
+        "'=SUM(1+1)", "'=SUM(1+1) (raw)", "'@cmd", "'@cmd (raw)", "Brand", "Brand (raw)",
+    ]  # fmt: skip
     assert not ExportJob.objects.exists()  # an export within the request stores nothing
+
+
+@pytest.mark.django_db
+def test_exports_carry_the_normalized_value_beside_the_raw_text(client_for, bob):
+    scene = make_scenario(products=2, attributes=("Screen size",), value_of=lambda i, n: ("55 in", 0.5))
+    Attribute.objects.filter(pk=scene.attributes["Screen size"].pk).update(kind="number", unit="in")
+    ExtractedValue.objects.filter(run=scene.run).update(raw_text='55"')  # what the model wrote
+    do_review(scene.values[0].pk, 0, "accept", bob)
+    do_review(scene.values[1].pk, 0, "correct", bob, text="140 cm")
+    client = client_for(bob)
+    rows = list(csv.DictReader(io.StringIO(export(client, scene, "csv", "long").content.decode())))
+    assert [(r["value"], r["status"], r["model_value"], r["model_raw"]) for r in rows] == [
+        ("55 in", "accepted", "55 in", '55"'),
+        ("55.118 in", "corrected", "55 in", '55"'),  # the correction, in the schema's unit
+    ]
+    wide = list(csv.DictReader(io.StringIO(export(client, scene, "csv", "wide").content.decode())))
+    assert [(r["Screen size"], r["Screen size (raw)"]) for r in wide] == [
+        ("55 in", '55"'),
+        ("55.118 in", '55"'),
+    ]
+    data = json.loads(export(client, scene, "json", "long").content)
+    assert [(d["model_value"], d["model_raw"]) for d in data] == [("55 in", '55"')] * 2
 
 
 @pytest.mark.django_db

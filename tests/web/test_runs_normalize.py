@@ -1,8 +1,11 @@
-"""Normalized values: what reviewers compare and what HPD / AR agreement is computed on."""
+"""Normalized values: what reviewers compare and what HPD / AR agreement is computed on; the
+checked form of what a person types (a correction, a blind label)."""
+
+import re
 
 import pytest
 
-from extraction.normalize import normalize_value
+from extraction.normalize import checked_value, normalize_value
 
 
 @pytest.mark.parametrize(
@@ -27,3 +30,34 @@ from extraction.normalize import normalize_value
 )
 def test_it_normalizes_by_attribute_kind(raw, kind, unit, allowed, expected):
     assert normalize_value(raw, kind, unit, allowed) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind", "unit", "allowed", "expected"),
+    [
+        ("dark ROAST", "enum", "", ["Light roast", "Dark roast"], "Dark roast"),
+        ("N/A", "enum", "", ["Light roast"], "n/a"),
+        ("Y", "boolean", "", (), "yes"),
+        ("0,25 kg", "number", "g", (), "250 g"),
+        ("500", "number", "ml", (), "500 ml"),
+        ("3 pack", "number", "", (), "3 pack"),  # no schema unit: any unit is kept
+        ("whatever  it says", "text", "", (), "whatever it says"),
+    ],
+)
+def test_a_typed_value_a_person_enters_is_normalized(raw, kind, unit, allowed, expected):
+    assert checked_value(raw, kind, unit, allowed) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind", "unit", "allowed", "message"),
+    [
+        ("medium", "enum", "", ["Light roast", "Dark roast"], "'medium' is not one of Light roast, Dark roast (or n/a)"),
+        ("perhaps", "boolean", "", (), "'perhaps' is not yes or no (or n/a)"),
+        ("3 pack", "number", "g", (), "'3 pack' is not a number in g (or in a unit that converts to it)"),
+        ("2 m", "number", "kg", (), "'2 m' is not a number in kg"),
+        ("about ten", "number", "", (), "'about ten' is not a number"),
+    ],
+)  # fmt: skip
+def test_a_typed_value_its_type_cannot_hold_is_refused(raw, kind, unit, allowed, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        checked_value(raw, kind, unit, allowed)
