@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import pathlib
+from collections import Counter
 from dataclasses import dataclass
 
 
@@ -85,6 +86,24 @@ def load_tsv(path: str | pathlib.Path, limit: int | None = None) -> list[Product
                 out[key] = Product(key, row["category"], text, {})
             out[key].gold.setdefault(row["attribute_names"], []).append(row["attribute_values"])
     return list(out.values())
+
+
+def majority_floor(path: str | pathlib.Path, products: list[Product]) -> dict | None:
+    """The floor a model must beat on an ImplicitAVE file: the accuracy of always answering the
+    most common value of each attribute, counted on the train.tsv beside it (never on the products
+    scored). None: no train.tsv beside it, or the file is that train.tsv."""
+    path = pathlib.Path(path)
+    train = path.with_name("train.tsv")
+    if path.name == train.name or not train.is_file():
+        return None
+    counts: dict[str, Counter] = {}
+    for p in load_tsv(train):
+        for attr, forms in p.gold.items():
+            counts.setdefault(attr, Counter())[forms[0]] += 1
+    majority = {attr: c.most_common(1)[0][0] for attr, c in counts.items()}
+    pairs = [(attr, forms) for p in products for attr, forms in p.gold.items()]
+    right = sum(majority.get(attr) in forms for attr, forms in pairs)
+    return {"source": str(train), "pairs": len(pairs), "accuracy": right / len(pairs) if pairs else 0.0}
 
 
 def load_options(path: str | pathlib.Path) -> dict[str, list[str]]:

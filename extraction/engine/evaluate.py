@@ -65,6 +65,12 @@ def add_evaluate_parser(subparsers) -> None:
     p.add_argument("--model", default=None, help="model directory (default: bundled, else random stand-in)")
     p.add_argument("--decoders", default=DEFAULT_DECODERS, help="comma list of ar,pld,fork,hpd")
     p.add_argument("--limit", type=int, default=None, help="first N products only")
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        help="N products taken evenly over the file (every category its share; after --limit)",
+    )
     p.add_argument("--stack", type=int, default=None, help="force HPD stacking J (no sweep over J)")
     p.add_argument("--rows", type=int, default=None, help="force HPD rows per forward")
     p.add_argument("--batch", type=int, default=None, help="force AR / fork batch size (no sweep)")
@@ -623,6 +629,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     everything = ave.load(normalized_path if normalized else args.data)
     schemas = ave.schemas(everything)  # schema = union over the whole file
     products = everything[: args.limit] if args.limit else everything
+    products = spread(products, getattr(args, "sample", None) or 0)
     try:
         types = attribute_types(args, everything)
     except ValueError as exc:
@@ -740,6 +747,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
             ]
         )
     table(rows)
+    floor = ave.majority_floor(args.data, products) if pathlib.Path(args.data).suffix == ".tsv" else None
+    if floor is not None:
+        write(
+            f"floor: the majority value of each attribute in {floor['source']} scores accuracy "
+            f"{floor['accuracy']:.3f} on the same {floor['pairs']} pairs"
+        )
     write(
         f"chunks: {len(timing.sizes)}; load average (1, 5, 15 min) at start "
         f"{' '.join(f'{x:.2f}' for x in load_start)}, at end {' '.join(f'{x:.2f}' for x in load_end)}"
@@ -790,6 +803,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
             "na_allowed_in_enumerations": types.na,
             "data": str(args.data),
             "products": n,
+            "majority_floor": floor,
             "load_average": {"start": list(load_start), "end": list(load_end)},
             "chunks": [
                 {"products": k, "seconds": t} for k, t in zip(timing.sizes, timing.seconds, strict=True)

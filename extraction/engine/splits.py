@@ -6,6 +6,11 @@
 - WDC-PAVE ships only ``train.jsonl``: a seeded 20% dev split is drawn once and stored, in the
   original format, at ``models/slotwise-ave/splits/wdc-pave-dev.jsonl`` so that ``evaluate`` can
   read it like any other data file; training uses the rest.
+- ImplicitAVE (a folder of domain folders, each with ``train.tsv`` and ``val.tsv``) trains on every
+  domain's ``train.tsv`` minus every product whose title is also in a ``val.tsv``; the ``val.tsv``
+  files are the dev data and never enter training. Its rows
+  become records of the JSON-lines format (one per product id), so training reads them like the
+  others.
 
 Records stay raw ``dict``s (the JSON-lines format of the data README); the engine's data module
 turns them into products.
@@ -19,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DATASETS = ("oa-mine", "ae-110k", "wdc-pave")
+IMPLICIT = "implicitave"  # values mostly implied, not written: enumerations, never extractive spans
 WDC_DEV_FRACTION = 0.2
 WDC_DEV_SEED = 20260
 SPLITS_DIR = Path(__file__).resolve().parents[2] / "models" / "slotwise-ave" / "splits"
@@ -68,9 +74,34 @@ class Split:
     dev_path: Path | None = None
 
 
+def is_implicit_root(path: Path) -> bool:
+    """An ImplicitAVE folder: domain folders holding train.tsv."""
+    return any(Path(path).glob("*/train.tsv"))
+
+
+def implicit_records(path: Path) -> list[dict]:
+    """An ImplicitAVE .tsv as JSON-lines records: {input, category, target_scores {attr: {value: 1}}}."""
+    from .data import load_tsv  # data builds on splits' records, not the other way round
+
+    return [
+        {
+            "input": p.text,
+            "category": p.category,
+            "target_scores": {a: dict.fromkeys(f, 1) for a, f in p.gold.items()},
+        }
+        for p in load_tsv(path)
+    ]
+
+
 def load_split(data_dir: Path, splits_dir: Path = SPLITS_DIR, write: bool = True) -> Split:
-    """Split one data set folder (oa-mine, ae-110k or wdc-pave layout) into train and dev."""
+    """Split one data set folder (oa-mine, ae-110k, wdc-pave or ImplicitAVE layout) into train and dev."""
     data_dir = Path(data_dir)
+    if is_implicit_root(data_dir):
+        domains = sorted(p.parent for p in data_dir.glob("*/train.tsv"))
+        train = [r for d in domains for r in implicit_records(d / "train.tsv")]
+        dev = [r for d in domains if (d / "val.tsv").exists() for r in implicit_records(d / "val.tsv")]
+        dev_docs = {document_key(r) for r in dev}  # 646 val titles recur in train under other ids
+        return Split(IMPLICIT, [r for r in train if document_key(r) not in dev_docs], dev, None)
     records = read_jsonl(data_dir / "train.jsonl")
     shipped_dev = data_dir / "dev.jsonl"
     if shipped_dev.exists():
@@ -86,11 +117,12 @@ def load_split(data_dir: Path, splits_dir: Path = SPLITS_DIR, write: bool = True
 
 
 def resolve_data_dirs(paths: list[str]) -> list[Path]:
-    """``--data`` accepts the AVE root (all three sets) or individual data set folders."""
+    """``--data`` accepts the AVE root (its three JSON-lines sets), individual data set folders and
+    the ImplicitAVE folder (named on its own: the AVE root alone trains as before)."""
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
-        if (path / "train.jsonl").exists():
+        if (path / "train.jsonl").exists() or is_implicit_root(path):
             out.append(path)
         else:
             out.extend(path / name for name in DATASETS if (path / name / "train.jsonl").exists())

@@ -49,7 +49,7 @@ from .base_model import adapted_model, is_adapter
 from .data import product_text
 from .layout import NA, AttributeSpec, build_hpd_layout, doc_ids, schema_prompt, terminator_id, value_ids
 from .masks import hpd_mask
-from .splits import DEFAULT_DATA, SPLITS_DIR, load_split, resolve_data_dirs
+from .splits import DEFAULT_DATA, IMPLICIT, SPLITS_DIR, load_split, resolve_data_dirs
 from .tokenizer_train import DEFAULT_VOCAB_SIZE
 
 log = logging.getLogger("extraction.train")
@@ -177,9 +177,12 @@ def attribute_budgets(corpus: Corpus, tokenizer, margin: int = 2, low: int = 4, 
 
 
 def verbatim_share(corpus: Corpus) -> float:
-    """Share of the present training values that occur verbatim in their document."""
+    """Share of the present training values that occur verbatim in their document, over the data
+    sets of text spans (ImplicitAVE's implied values decode under their enumeration instead)."""
     found = total = 0
-    for records in corpus.groups.values():
+    for (source, _category), records in corpus.groups.items():
+        if source == IMPLICIT:
+            continue
         for record in records:
             text = " ".join(product_text(record).split())
             for value in record_gold(record).values():
@@ -486,7 +489,9 @@ class RowSampler:
             for record in records:
                 if keep < 1.0 and self.rng.random() >= keep:
                     continue  # a data set drawn less often per epoch (its rows are long)
-                if self.aug_cfg is not None:
+                # copy-augmentation swaps a value where the text writes it; an implied value is not
+                # written, and a mutated one would leave its closed list
+                if self.aug_cfg is not None and key[0] != IMPLICIT:
                     record = aug.augment_record(record, pools, self.rng, self.aug_cfg, phrases)
                 ex = to_example(record, key[0])
                 if len(doc_ids(self.tok, ex.text)) > self.cfg.max_doc_tokens:
@@ -907,6 +912,7 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
         default=TrainConfig.autocast,
         help="bf16 autocast for the training forward (float32 master weights) or none",
     )
+    p.set_defaults(func=run_train)
     return p
 
 

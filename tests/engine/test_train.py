@@ -316,38 +316,43 @@ def write_toy_data(root):
     return [str(oa), str(wdc)]
 
 
+def toy_argv(data: list[str], out, splits, *extra: str) -> list[str]:
+    """`python -m extraction train ...` arguments for a tiny model on the toy data (a few seconds on a CPU)."""
+    tiny = ["--size", "tiny", "--vocab-size", "300", "--batch-tokens", "600", "--row-tokens", "300"]
+    return [
+        "train",
+        "--data",
+        *data,
+        "--out",
+        str(out),
+        "--splits-dir",
+        str(splits),
+        "--threads",
+        "1",
+        *tiny,
+        *extra,
+    ]
+
+
 def toy_args(data: list[str], out, splits, *extra: str):
-    """Parsed `train` arguments for a tiny model on the toy data (a few seconds on a CPU)."""
+    """toy_argv parsed by the train parser alone."""
     parser = argparse.ArgumentParser()
     add_train_parser(parser.add_subparsers(dest="cmd"))
-    tiny = ["--size", "tiny", "--vocab-size", "300", "--batch-tokens", "600", "--row-tokens", "300"]
-    return parser.parse_args(
-        [
-            "train",
-            "--data",
-            *data,
-            "--out",
-            str(out),
-            "--splits-dir",
-            str(splits),
-            "--threads",
-            "1",
-            *tiny,
-            *extra,
-        ]
-    )
+    return parser.parse_args(toy_argv(data, out, splits, *extra))
 
 
 def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
+    from extraction.__main__ import main  # the command as typed: `python -m extraction train ...`
+
     out = tmp_path / "model"
-    args = toy_args(
+    argv = toy_argv(
         write_toy_data(tmp_path),
         out,
         tmp_path / "splits",
         *["--steps", "3", "--seed", "1", "--focus-steps", "2", "--focus-products", "2"],
         *["--extractive-loss", "1", "--lm-loss", "0.3", "--log-every", "1"],
     )
-    assert run_train(args) == 0
+    assert main(argv) == 0
     for name in ("config.json", "model.safetensors", "tokenizer.json", "training.json"):
         assert (out / name).is_file(), name
     assert (tmp_path / "splits" / "toy-wdc-dev.jsonl").is_file()
