@@ -23,6 +23,9 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .data import load_tsv
+from .normalized_gold import SUFFIX
+
 DATASETS = ("oa-mine", "ae-110k", "wdc-pave")
 IMPLICIT = "implicitave"  # values mostly implied, not written: enumerations, never extractive spans
 WDC_DEV_FRACTION = 0.2
@@ -81,8 +84,6 @@ def is_implicit_root(path: Path) -> bool:
 
 def implicit_records(path: Path) -> list[dict]:
     """An ImplicitAVE .tsv as JSON-lines records: {input, category, target_scores {attr: {value: 1}}}."""
-    from .data import load_tsv  # data builds on splits' records, not the other way round
-
     return [
         {
             "input": p.text,
@@ -113,6 +114,12 @@ def load_split(data_dir: Path, splits_dir: Path = SPLITS_DIR, write: bool = True
     dev_path = Path(splits_dir) / f"{data_dir.name}-dev.jsonl"
     if write and not dev_path.exists():
         write_jsonl(dev_path, dev)
+    normalized = data_dir / f"train{SUFFIX}.jsonl"
+    normalized_dev = dev_path.with_name(f"{dev_path.stem}{SUFFIX}.jsonl")
+    if write and normalized.exists() and not normalized_dev.exists():
+        # the same dev products with their normalized gold, for evaluate --gold normalized
+        ids = {r.get("id") for r in dev}
+        write_jsonl(normalized_dev, [r for r in read_jsonl(normalized) if r.get("id") in ids])
     return Split(data_dir.name, train, dev, dev_path)
 
 
