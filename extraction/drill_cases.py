@@ -177,7 +177,7 @@ class Case:
                 run.refresh_from_db()
                 if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
                     return run
-                kick_if_stalled(run)  # as the run page does: a wake-up lost with Redis is sent again
+                kick_if_stalled(run)  # as beat's reaper does: a wake-up lost with Redis is sent again
             except DATABASE_ERRORS:
                 connection.close()
             time.sleep(1)

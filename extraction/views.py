@@ -18,7 +18,6 @@ from extraction.services import (
     RunRefused,
     do_cancel_run,
     do_start_run,
-    kick_if_stalled,
     progress,
     selected_products,
 )
@@ -137,9 +136,9 @@ def detail(request, run_id: int):
 @require_GET
 @role_required(ADMIN, REVIEWER)
 def progress_partial(request, run_id: int):
-    """Polled by the run page; also re-kicks a run whose wake-up messages were lost."""
+    """Polled by the run page. A GET changes nothing: a run whose wake-up messages were lost is woken
+    by beat's reaper (wake_waiting_runs), not by whoever happens to watch it."""
     run = get_object_or_404(Run, pk=run_id)
-    kick_if_stalled(run)
     context = {"run": run, "progress": progress(run), "max_load_failures": config.max_load_failures()}
     response = render(request, "extraction/_progress.html", context)
     if run.status not in ACTIVE:

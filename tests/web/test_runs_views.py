@@ -15,6 +15,7 @@ from extraction.leases import ItemOutcome, lease_batch, record_results
 from extraction.models import Run, WorkItem
 from extraction.services import RunRequest, do_start_run
 from tests.support.runs_catalog import make_catalog
+from workers import tasks
 
 
 @dataclass
@@ -159,10 +160,14 @@ def test_the_web_side_of_runs_never_imports_torch():
     assert subprocess.run([sys.executable, "-c", code], env=env, cwd=settings.BASE_DIR).returncode == 0
 
 
-def test_a_watched_run_nobody_works_on_is_kicked_again(client_for, alice, catalog):
+def test_watching_a_run_sends_nothing_the_reaper_wakes_it(client_for, alice, catalog):
     run = do_start_run(RunRequest(decoder="hpd", catalog=catalog))[0]
     assert run.last_kick_at is None  # its wake-up was never sent (say, Redis was down)
-    client_for(alice).get(reverse("extraction:progress", args=[run.id]), HTTP_HX_REQUEST="true")
+    response = client_for(alice).get(reverse("extraction:progress", args=[run.id]), HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    run.refresh_from_db()
+    assert run.last_kick_at is None  # a GET has no side effect
+    assert tasks.wake_waiting_runs() == [run.id]
     run.refresh_from_db()
     assert run.last_kick_at is not None
 
