@@ -8,6 +8,7 @@ from django.db import transaction
 
 from catalog.models import Catalog, Product
 from evaluation.models import ImportedValue, System
+from extraction.comparison import values_agree
 from extraction.models import ExtractedValue, Run
 
 IMPORT_MAX_BYTES = 20 * 1024 * 1024
@@ -86,7 +87,7 @@ class Pair:
 
     @property
     def differs(self) -> bool:
-        return self.first != self.second
+        return not values_agree(self.first, self.second)
 
 
 def paired_outputs(first: dict[str, Output], second: dict[str, Output]) -> list[Pair]:

@@ -13,6 +13,7 @@ from django.utils import timezone
 from accounts.roles import RATER, has_role
 from evaluation.models import Assignment, Campaign, CampaignItem, Vote
 from evaluation.systems import outputs_of, paired_outputs
+from extraction.comparison import values_agree
 
 # An item handed out but not voted on goes back to the pool after this long.
 ASSIGNMENT_TTL = timedelta(minutes=30)
@@ -89,7 +90,7 @@ class Row:
 
     @property
     def differs(self) -> bool:
-        return self.a != self.b
+        return not values_agree(self.a, self.b)
 
 
 def rows_for(item: CampaignItem) -> list[Row]:

@@ -1,15 +1,30 @@
 """HPD versus AR on the same products: agreement per attribute and the values that differ.
 
-Two values agree when their normalized forms are equal ignoring case (normalization: normalize.py).
-Computed in SQL so a run of a million products compares without loading it.
+Two values agree when their normalized forms are equal ignoring case (normalization: normalize.py):
+`values_agree` in Python, `agree` in SQL, the one rule for the run comparison, the review queue's
+disagreement sort and the A/B panel's "differs" mark. Computed in SQL so a run of a million
+products compares without loading it.
 """
 
 from dataclasses import dataclass
 
-from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Lower
+from django.db.models.lookups import Exact
 
 from extraction.models import ExtractedValue, Run
+
+
+def values_agree(a: str | None, b: str | None) -> bool:
+    """Equal but for letter case; a missing value agrees only with a missing one."""
+    if a is None or b is None:
+        return a is b
+    return a.lower() == b.lower()
+
+
+def agree(left, right) -> Exact:
+    """values_agree as a SQL condition on two expressions or field names."""
+    return Exact(Lower(left), Lower(right))
 
 
 @dataclass(frozen=True)
@@ -31,7 +46,6 @@ def _paired(run: Run, other: Run):
         ExtractedValue.objects.filter(run=run)
         .annotate(other_value=Subquery(other_value))
         .exclude(other_value=None)
-        .annotate(folded=Lower("value"), other_folded=Lower("other_value"))
     )
 
 
@@ -39,7 +53,7 @@ def agreement_by_attribute(run: Run, other: Run) -> list[Agreement]:
     rows = (
         _paired(run, other)
         .values("attribute__name")
-        .annotate(compared=Count("id"), agreed=Count("id", filter=Q(folded=F("other_folded"))))
+        .annotate(compared=Count("id"), agreed=Count("id", filter=agree("value", "other_value")))
         .order_by("attribute__name")
     )
     return [Agreement(row["attribute__name"], row["compared"], row["agreed"]) for row in rows]
@@ -49,7 +63,7 @@ def disagreements(run: Run, other: Run):
     """Values of `run` whose counterpart in `other` differs, with that counterpart as other_value."""
     return (
         _paired(run, other)
-        .exclude(folded=F("other_folded"))
+        .exclude(agree("value", "other_value"))
         .select_related("product", "attribute")
         .order_by("product__sku", "attribute__position")
     )

@@ -175,7 +175,7 @@ class Case:
         while time.monotonic() < self.deadline():
             try:
                 run.refresh_from_db()
-                if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+                if run.status not in Run.ACTIVE_STATUSES:
                     return run
                 kick_if_stalled(run)  # as beat's reaper does: a wake-up lost with Redis is sent again
             except DATABASE_ERRORS:

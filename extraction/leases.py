@@ -17,15 +17,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import F, Min, Q
+from django.db.models import F, Min
 from django.utils import timezone
 
 from catalog.models import Attribute
 from extraction import config, incidents
 from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.normalize import normalize_value
-
-ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 
 
 @dataclass
@@ -46,10 +44,6 @@ class BatchTotals:
     seconds: float = 0.0
 
 
-def _takeable(now) -> Q:
-    return Q(status=WorkItem.Status.QUEUED) | Q(status=WorkItem.Status.LEASED, lease_expires_at__lt=now)
-
-
 def lease_batch(run_id: int, owner: str, size: int, lease_seconds: int | None = None) -> list[WorkItem]:
     """Lease up to `size` takeable items of one schema version to `owner`; [] when none is left."""
     lease_seconds = lease_seconds or config.lease_seconds()
@@ -57,7 +51,7 @@ def lease_batch(run_id: int, owner: str, size: int, lease_seconds: int | None = 
     # The first lease starts the run; its own statement, so leasing itself never waits on the run row.
     Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(status=Run.Status.RUNNING, started_at=now)
     with transaction.atomic():
-        if not Run.objects.filter(pk=run_id, status__in=ACTIVE).exists():
+        if not Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).exists():
             return []
         locked = WorkItem.objects.select_for_update(skip_locked=True).filter(run_id=run_id)
         # Expired leases first: they are the oldest work of the run.
@@ -202,8 +196,10 @@ def release_expired_leases(now=None) -> int:
         released = {"lease_owner": "", "lease_expires_at": None}
         for (run_id, run_status), item_ids in by_run.items():
             items = WorkItem.objects.filter(id__in=item_ids)
-            incidents.lease_released(run_id, owners[run_id], len(item_ids), requeued=run_status in ACTIVE)
-            if run_status in ACTIVE:
+            incidents.lease_released(
+                run_id, owners[run_id], len(item_ids), requeued=run_status in Run.ACTIVE_STATUSES
+            )
+            if run_status in Run.ACTIVE_STATUSES:
                 items.update(status=WorkItem.Status.QUEUED, **released)
                 continue
             items.update(status=WorkItem.Status.CANCELLED, finished_at=now, **released)
@@ -219,7 +215,9 @@ def _finish_if_complete(run_id: int, now) -> None:
     )
     if open_items.exists():
         return
-    Run.objects.filter(pk=run_id, status__in=ACTIVE).update(status=Run.Status.DONE, finished_at=now)
+    Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).update(
+        status=Run.Status.DONE, finished_at=now
+    )
     Run.objects.filter(pk=run_id, status=Run.Status.CANCELLED, finished_at=None).update(finished_at=now)
 
 
@@ -244,7 +242,7 @@ class Waiting:
 def why_nothing_to_lease(run_id: int) -> Waiting:
     now = timezone.now()
     run = Run.objects.filter(pk=run_id).only("status").first()
-    if run is None or run.status not in ACTIVE:
+    if run is None or run.status not in Run.ACTIVE_STATUSES:
         return Waiting(True, None)
     leased = WorkItem.objects.filter(run_id=run_id, status=WorkItem.Status.LEASED)
     if (
@@ -265,7 +263,7 @@ def next_run_with_takeable_work(exclude: set[int]) -> int | None:
     """An active run whose queued or expired items nobody is working on (its wake-up may be lost)."""
     now = timezone.now()
     return (
-        WorkItem.objects.filter(_takeable(now), run__status__in=ACTIVE)
+        WorkItem.objects.filter(WorkItem.takeable(now), run__status__in=Run.ACTIVE_STATUSES)
         .exclude(run_id__in=exclude)
         .values_list("run_id", flat=True)
         .order_by("run_id")

@@ -23,6 +23,9 @@ class Run(models.Model):
         CANCELLED = "cancelled", "Cancelled"
         FAILED = "failed", "Failed"
 
+    # a run whose work may still be leased and decoded (the one definition)
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+
     name = models.CharField(max_length=200, blank=True)
     decoder = models.CharField(max_length=10, choices=Decoder.choices)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
@@ -75,6 +78,13 @@ class WorkItem(models.Model):
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
+
+    @classmethod
+    def takeable(cls, now) -> models.Q:
+        """Items a worker may lease now: queued, or leased by a worker whose lease has expired."""
+        return models.Q(status=cls.Status.QUEUED) | models.Q(
+            status=cls.Status.LEASED, lease_expires_at__lt=now
+        )
 
     run = models.ForeignKey(Run, related_name="work_items", on_delete=models.CASCADE)
     product = models.ForeignKey(Product, related_name="work_items", on_delete=models.CASCADE)

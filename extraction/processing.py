@@ -117,7 +117,7 @@ def recover_from_database_loss(run_id: int, owner: str, item_ids: list[int], exc
 def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
     """Lease, decode and record batches of the run until it is over (True) or `until` (False)."""
     run = Run.objects.filter(pk=run_id).first()
-    if run is None or run.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+    if run is None or run.status not in Run.ACTIVE_STATUSES:
         return True
     device = settings.SLOTWISE_DEVICE
     try:

@@ -20,7 +20,6 @@ from extraction.models import ModelLoadFailure, Run, WorkItem
 
 log = logging.getLogger(__name__)
 
-ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 BOTH = "both"
 DECODER_CHOICES = [(Run.Decoder.HPD, "HPD"), (Run.Decoder.AR, "AR"), (BOTH, "Both (two linked runs)")]
 
@@ -157,7 +156,7 @@ def kick_run(run_id: int, total: int | None = None) -> bool:
 def stalled(run: Run, now=None) -> bool:
     """An active run with takeable work, nobody holding a live lease, and no recent wake-up."""
     now = now or timezone.now()
-    if run.status not in ACTIVE:
+    if run.status not in Run.ACTIVE_STATUSES:
         return False
     quiet_for = timedelta(seconds=2 * config.lease_seconds())
     if run.last_kick_at and now - run.last_kick_at < quiet_for:
@@ -165,9 +164,7 @@ def stalled(run: Run, now=None) -> bool:
     items = WorkItem.objects.filter(run=run)
     if items.filter(status=WorkItem.Status.LEASED, lease_expires_at__gte=now).exists():
         return False
-    return items.filter(
-        Q(status=WorkItem.Status.QUEUED) | Q(status=WorkItem.Status.LEASED, lease_expires_at__lt=now)
-    ).exists()
+    return items.filter(WorkItem.takeable(now)).exists()
 
 
 def kick_if_stalled(run: Run) -> bool:
@@ -180,14 +177,18 @@ def kick_if_stalled(run: Run) -> bool:
 def kick_stalled_runs() -> list[int]:
     """The reaper's wake-up: re-send the wake-up of every active run whose work waits with no live
     lease covering it (its messages were lost, or its worker died); returns the runs woken."""
-    return [run.id for run in Run.objects.filter(status__in=ACTIVE).order_by("id") if kick_if_stalled(run)]
+    return [
+        run.id
+        for run in Run.objects.filter(status__in=Run.ACTIVE_STATUSES).order_by("id")
+        if kick_if_stalled(run)
+    ]
 
 
 def do_cancel_run(run_id: int) -> Run | None:
     """Cancel queued work; batches already leased finish and are recorded, no new ones start."""
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()
-        if run is None or run.status not in ACTIVE:
+        if run is None or run.status not in Run.ACTIVE_STATUSES:
             return run
         WorkItem.objects.filter(run=run, status=WorkItem.Status.QUEUED).update(
             status=WorkItem.Status.CANCELLED, finished_at=timezone.now()
@@ -203,7 +204,7 @@ def do_fail_run(run_id: int, error: str) -> None:
     """Stop a run that cannot go on at all (say, no worker could load its model)."""
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()
-        if run is not None and run.status in ACTIVE:
+        if run is not None and run.status in Run.ACTIVE_STATUSES:
             _fail_locked(run, error)
 
 
@@ -227,7 +228,7 @@ def do_record_load_failure(run_id: int, worker: str, model_dir: str, error: str)
     """
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()
-        if run is None or run.status not in ACTIVE:
+        if run is None or run.status not in Run.ACTIVE_STATUSES:
             return False
         failure = ModelLoadFailure.objects.create(
             run=run, worker=worker, model_dir=model_dir, error=error[:4000]
@@ -272,5 +273,5 @@ def progress(run: Run, now=None) -> Progress:
     seconds = ((run.finished_at or now) - run.started_at).total_seconds() if run.started_at else 0.0
     rate = (run.done + run.failed) / seconds if seconds > 0 else 0.0
     remaining = run.total - run.done - run.failed - cancelled
-    eta = remaining / rate if rate > 0 and run.status in ACTIVE else None
+    eta = remaining / rate if rate > 0 and run.status in Run.ACTIVE_STATUSES else None
     return Progress(run.total, run.done, run.failed, cancelled, seconds, rate, eta)

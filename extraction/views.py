@@ -14,7 +14,6 @@ from extraction import comparison, config
 from extraction.forms import RunForm
 from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.services import (
-    ACTIVE,
     RunRefused,
     do_cancel_run,
     do_start_run,
@@ -106,7 +105,8 @@ def _run_context(request, run: Run) -> dict:
         context["compare"] = {
             "hpd": hpd,
             "ar": ar,
-            "linked_active": linked.status in ACTIVE,  # the comparison grows until the other run ends too
+            "linked_active": linked.status
+            in Run.ACTIVE_STATUSES,  # the comparison grows until the other run ends too
             "agreement": comparison.agreement_by_attribute(hpd, ar),
             "disagreements": Paginator(comparison.disagreements(hpd, ar), RESULTS_PER_PAGE).get_page(
                 request.GET.get("dpage")
@@ -141,7 +141,7 @@ def progress_partial(request, run_id: int):
     run = get_object_or_404(Run, pk=run_id)
     context = {"run": run, "progress": progress(run), "max_load_failures": config.max_load_failures()}
     response = render(request, "extraction/_progress.html", context)
-    if run.status not in ACTIVE:
+    if run.status not in Run.ACTIVE_STATUSES:
         response["HX-Trigger"] = "run-finished"
     return response
 
@@ -150,7 +150,7 @@ def progress_partial(request, run_id: int):
 @role_required(ADMIN)
 def cancel(request, run_id: int):
     run = get_object_or_404(Run, pk=run_id)
-    if run.status in ACTIVE:
+    if run.status in Run.ACTIVE_STATUSES:
         do_cancel_run(run.id)
         messages.info(request, f"{run} cancelled: queued products will not be decoded.")
     else:

@@ -7,8 +7,9 @@ matches" means the same rows everywhere. Stored jobs keep the filter as its quer
 from dataclasses import asdict, dataclass
 
 from django.conf import settings
-from django.db.models import Case, Exists, F, IntegerField, OuterRef, QuerySet, Subquery, Value, When
+from django.db.models import Case, Exists, IntegerField, OuterRef, QuerySet, Subquery, Value, When
 
+from extraction.comparison import agree
 from extraction.models import ExtractedValue, Run
 
 SORTS = {"confidence": "Lowest confidence first", "disagreement": "HPD/AR disagreement first"}
@@ -174,7 +175,7 @@ class QueueFilter:
             ).annotate(
                 disagrees=Case(
                     When(partner_value__isnull=True, then=Value(0)),
-                    When(partner_value=F("value"), then=Value(0)),
+                    When(agree("partner_value", "value"), then=Value(0)),
                     default=Value(1),
                     output_field=IntegerField(),
                 )

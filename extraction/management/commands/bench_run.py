@@ -123,7 +123,7 @@ class Command(BaseCommand):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             run.refresh_from_db()
-            if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+            if run.status not in Run.ACTIVE_STATUSES:
                 if run.status != Run.Status.DONE:
                     raise CommandError(f"run {run.id} ended {run.status}: {run.error}")
                 return run
