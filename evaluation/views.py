@@ -1,7 +1,5 @@
 """A/B screens. Rater views speak only of sides and item tokens; system names are for admins."""
 
-import csv
-
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
@@ -10,7 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.roles import ADMIN, RATER, has_role, role_required
-from catalog.csv_safety import safe_row
+from catalog.csv_safety import csv_lines
 from evaluation import charts
 from evaluation.campaigns import CampaignError, CampaignSpec, do_create_campaign, do_set_status
 from evaluation.forms import CampaignForm, ImportSystemForm, system_from_choice
@@ -174,21 +172,11 @@ def results(request, pk: int):
     return render(request, "evaluation/results.html", context)
 
 
-class _Echo:
-    """A file-like object whose write returns the line, for streaming csv.writer output."""
-
-    def write(self, value):
-        return value
-
-
 @require_GET
 @role_required(ADMIN)
 def export_votes(request, pk: int):
     campaign = get_object_or_404(Campaign, pk=pk)
-    writer = csv.writer(_Echo())
-    lines = [writer.writerow(EXPORT_HEADER)] + [
-        writer.writerow(safe_row(v.export_row())) for v in campaign_votes(campaign)
-    ]
-    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
+    rows = [EXPORT_HEADER, *(v.export_row() for v in campaign_votes(campaign))]
+    response = StreamingHttpResponse(csv_lines(rows), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-votes.csv"'
     return response

@@ -1,6 +1,5 @@
 """Upload screens: file -> mapping -> preview -> confirm -> live progress -> summary and error report."""
 
-import csv
 from itertools import islice
 
 from django.conf import settings
@@ -11,7 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.roles import ADMIN, role_required
 from catalog.csv_files import DELIMITER_NAMES, ENCODING_NAMES, BadFile, check_size, read_rows
-from catalog.csv_safety import safe_row
+from catalog.csv_safety import csv_lines
 from catalog.forms import MappingForm, UploadForm
 from catalog.import_mapping import Mapping, guess_mapping
 from catalog.importer import file_format_of
@@ -204,26 +203,18 @@ def import_progress(request, pk: int):
     return render(request, "catalog/_import_progress.html", _job_context(job))
 
 
-class _Echo:
-    """csv.writer target that hands each line back instead of buffering the whole report."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
 @require_GET
 @role_required(ADMIN)
 def import_errors(request, pk: int):
     job = get_object_or_404(ImportJob, pk=pk)
-    writer = csv.writer(_Echo())
 
-    def lines():
+    def rows():
         # The file's own columns follow as they were (its sku column among them), so the report
         # holds each SKU once and its rows can be fixed and uploaded again.
-        yield writer.writerow(safe_row(["row", "column", "reason", *job.header]))
+        yield ["row", "column", "reason", *job.header]
         for error in job.row_errors.order_by("row_number", "id").iterator(chunk_size=2000):
-            yield writer.writerow(safe_row([error.row_number, error.column, error.reason, *error.cells]))
+            yield [error.row_number, error.column, error.reason, *error.cells]
 
-    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response = StreamingHttpResponse(csv_lines(rows()), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="import-{job.pk}-errors.csv"'
     return response
