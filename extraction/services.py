@@ -17,6 +17,8 @@ from kombu.exceptions import OperationalError as BrokerError
 from catalog.models import Catalog, Category, Product, SchemaVersion
 from extraction import config
 from extraction.models import ModelLoadFailure, Run, WorkItem
+from workers import task_names
+from workers.celery import app as celery_app
 
 log = logging.getLogger(__name__)
 
@@ -134,11 +136,10 @@ def do_start_run(request: RunRequest, user=None) -> list[Run]:
 def kick_run(run_id: int, total: int | None = None) -> bool:
     """Send wake-up messages for a run: one per worker that could usefully join it.
 
-    A broker that is down is logged, not raised: the run waits in PostgreSQL and the reaper (idle
-    workers, the run page's progress poll) kicks it again later.
+    A broker that is down is logged, not raised: the run waits in PostgreSQL and the reaper (beat's
+    wake_waiting_runs, idle workers) kicks it again later. Sent by name: workers.tasks imports the
+    worker loop, which imports this module.
     """
-    from workers.tasks import gpu_process_run  # Celery task module; imports no torch
-
     run = Run.objects.filter(pk=run_id).only("total", "decode_settings").first()
     if run is None:
         return False
@@ -146,7 +147,7 @@ def kick_run(run_id: int, total: int | None = None) -> bool:
     Run.objects.filter(pk=run_id).update(last_kick_at=timezone.now())
     try:
         for _ in range(max(1, min(config.wakeups_per_run(), batches))):
-            gpu_process_run.apply_async((run_id,), retry=False)
+            celery_app.send_task(task_names.GPU_PROCESS_RUN, (run_id,), retry=False)
     except (BrokerError, OSError) as exc:
         log.warning("could not wake workers for run %s (the reaper retries): %s", run_id, exc)
         return False

@@ -12,6 +12,8 @@ from celery.signals import worker_ready
 from celery.utils.nodenames import worker_direct
 from django.db import InterfaceError, OperationalError
 
+from workers import task_names
+
 log = logging.getLogger(__name__)
 
 GPU_QUEUE = "gpu"
@@ -20,7 +22,7 @@ CONTINUE_RETRY_POLICY = {"max_retries": 30, "interval_start": 0.5, "interval_ste
 
 @shared_task(
     bind=True,
-    name="workers.tasks.gpu_process_run",
+    name=task_names.GPU_PROCESS_RUN,
     autoretry_for=(OperationalError, InterfaceError),
     retry_backoff=2,
     max_retries=5,

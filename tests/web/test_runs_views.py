@@ -1,13 +1,9 @@
 """Run screens over HTTP: who may use them, starting, progress, cancelling, HPD/AR comparison."""
 
 import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 
 import pytest
-from django.conf import settings
 from django.urls import reverse
 
 from catalog.models import Category
@@ -148,16 +144,6 @@ def test_it_compares_linked_hpd_and_ar_runs_per_attribute(client_for, alice, cat
     assert "<td>Color</td><td>6</td><td>4</td>" in page
     assert "<td>Brand</td><td>10</td><td>10</td>" in page
     assert "Disagreements (2)" in page and "SH-0001" in page
-
-
-def test_the_web_side_of_runs_never_imports_torch():
-    code = (
-        "import sys, django; django.setup();"
-        "import extraction.views, extraction.services, extraction.leases, extraction.processing, workers.tasks;"
-        "sys.exit(1 if 'torch' in sys.modules else 0)"
-    )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "slotwise.settings_test"}
-    assert subprocess.run([sys.executable, "-c", code], env=env, cwd=settings.BASE_DIR).returncode == 0
 
 
 def test_watching_a_run_sends_nothing_the_reaper_wakes_it(client_for, alice, catalog):
