@@ -28,12 +28,12 @@ EVENT = {
 
 def chunk_size() -> int:
     """Values changed per transaction: small enough to keep locks short, large enough to be quick."""
-    return getattr(settings, "REVIEW_BULK_CHUNK", 500)
+    return settings.REVIEW_BULK_CHUNK
 
 
 def inline_limit() -> int:
     """Up to this many values a bulk action runs within the request; beyond, in the background."""
-    return getattr(settings, "REVIEW_BULK_INLINE_LIMIT", 1000)
+    return settings.REVIEW_BULK_INLINE_LIMIT
 
 
 def eligible(action: str) -> Q:

@@ -45,7 +45,7 @@ PROGRESS_EVERY = 1000
 
 def inline_limit() -> int:
     """Exports of up to this many values are written within the request."""
-    return getattr(settings, "REVIEW_EXPORT_INLINE_LIMIT", 5000)
+    return settings.REVIEW_EXPORT_INLINE_LIMIT
 
 
 def approved(queue_filter: QueueFilter):

@@ -18,7 +18,7 @@ CONFIDENCE_BOUNDS = ("min_confidence", "max_confidence")
 
 
 def page_size() -> int:
-    return getattr(settings, "REVIEW_PAGE_SIZE", 20)
+    return settings.REVIEW_PAGE_SIZE
 
 
 class FilterError(ValueError):

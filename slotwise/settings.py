@@ -148,6 +148,14 @@ SLOTWISE_MODEL_DIR = str(default_model_dir())
 # The small from-scratch model, offered in the run form as the fast choice.
 FAST_MODEL_DIR = str(BASE_DIR / "models" / "slotwise-ave")
 SLOTWISE_DEVICE = env_str("SLOTWISE_DEVICE", "cpu")
+# Review: rows per queue page; bulk actions change values in chunks of REVIEW_BULK_CHUNK per
+# transaction (short locks) and run in the request up to REVIEW_BULK_INLINE_LIMIT values, beyond it
+# in the background; exports up to REVIEW_EXPORT_INLINE_LIMIT values are written in the request.
+REVIEW_PAGE_SIZE = env_int("REVIEW_PAGE_SIZE", 20, minimum=1)
+REVIEW_BULK_CHUNK = env_int("REVIEW_BULK_CHUNK", 500, minimum=1)
+REVIEW_BULK_INLINE_LIMIT = env_int("REVIEW_BULK_INLINE_LIMIT", 1000, minimum=0)
+REVIEW_EXPORT_INLINE_LIMIT = env_int("REVIEW_EXPORT_INLINE_LIMIT", 5000, minimum=0)
+
 # Hourly price per device kind: the dashboard prices each run on the device its worker recorded.
 GPU_PRICE_PER_HOUR = env_float("GPU_PRICE_PER_HOUR", 2.50)
 CPU_PRICE_PER_HOUR = env_float("CPU_PRICE_PER_HOUR", 0.40)
