@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from extraction.engine import layout, masks, modeling
+from extraction.engine.token_masks import constrain
 
 torch.set_num_threads(1)  # tiny models: threads only add contention on a shared 2-core machine
 
@@ -64,8 +65,11 @@ def with_terminator(schema: layout.SchemaPrompt, term: int) -> layout.SchemaProm
 
 
 @torch.no_grad()
-def reference_decode(model, schema: layout.SchemaPrompt, doc: list[int], n: int) -> tuple[list[int], bool]:
-    """Plain greedy decode of value n alone -> (value ids, truncated)."""
+def reference_decode(
+    model, schema: layout.SchemaPrompt, doc: list[int], n: int, state=None
+) -> tuple[list[int], bool]:
+    """Plain greedy decode of value n alone (prefix + doc + keys 0..n, causal mask) -> (value ids,
+    truncated); with `state` (a slot rule's state), each step restricted to what it allows."""
     sub = layout.SchemaPrompt(
         schema.attributes[: n + 1],
         schema.prefix_ids,
@@ -77,8 +81,16 @@ def reference_decode(model, schema: layout.SchemaPrompt, doc: list[int], n: int)
     ids, pos = torch.tensor([lay.input_ids]), torch.tensor([lay.position_ids])
     T = ids.shape[1]
     cache = modeling.new_cache()
-    hidden = modeling.forward_hidden(model, ids, pos, masks.causal_mask(1, T, T, model.dtype, "cpu"), cache)
-    tok, _ = modeling.greedy(modeling.logprobs(model, hidden[:, -1]))
+
+    def pick(hidden):
+        lp = modeling.logprobs(model, hidden[:, -1])
+        if state is not None:
+            lp = constrain(lp, [state.allowed()])
+        return modeling.greedy(lp)[0]
+
+    tok = pick(
+        modeling.forward_hidden(model, ids, pos, masks.causal_mask(1, T, T, model.dtype, "cpu"), cache)
+    )
     start, gap, out = lay.slot_start[0][n], schema.attributes[n].max_tokens, []
     for k in range(gap + 1):
         if int(tok) == schema.terminator:
@@ -86,15 +98,11 @@ def reference_decode(model, schema: layout.SchemaPrompt, doc: list[int], n: int)
         if k == gap:
             return out, True
         out.append(int(tok))
+        if state is not None:
+            state.push(int(tok))
         T += 1
-        hidden = modeling.forward_hidden(
-            model,
-            tok.view(1, 1),
-            torch.tensor([[start + k]]),
-            masks.causal_mask(1, 1, T, model.dtype, "cpu"),
-            cache,
-        )
-        tok, _ = modeling.greedy(modeling.logprobs(model, hidden[:, -1]))
+        mask = masks.causal_mask(1, 1, T, model.dtype, "cpu")
+        tok = pick(modeling.forward_hidden(model, tok.view(1, 1), torch.tensor([[start + k]]), mask, cache))
     raise AssertionError("unreachable")
 
 

@@ -10,12 +10,12 @@ import random
 import pytest
 import torch
 
-from extraction.engine import ar, constraints, hpd, layout, masks, modeling
+from extraction.engine import ar, constraints, hpd, layout
 from extraction.engine.api import AttributeSpec, Document, Extractor
 from extraction.engine.extractive import TokenTable, doc_index
 from extraction.engine.token_masks import allowed_mask, constrain
 
-from .conftest import TEXTS
+from .conftest import TEXTS, reference_decode
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 REAL_TOKENIZER = REPO / "models" / "slotwise-smollm2"
@@ -277,41 +277,8 @@ def test_ar_agrees_with_hpd_on_the_first_value_of_each_kind(typed):
     assert checked == 4 * len(DOCS)
 
 
-@torch.no_grad()
 def constrained_reference(model, schema, doc, n, index) -> tuple[list[int], bool]:
-    """Plain greedy decode of value n alone (prefix + doc + keys 0..n, causal mask), each step
-    restricted to what the slot's rule allows."""
-    sub = layout.SchemaPrompt(
-        schema.attributes[: n + 1],
-        schema.prefix_ids,
-        schema.key_ids[: n + 1],
-        schema.end_ids,
-        schema.terminator,
-    )
-    lay = layout.build_hpd_layout(sub, [doc])
-    x, pos = torch.tensor([lay.input_ids]), torch.tensor([lay.position_ids])
-    T = x.shape[1]
-    cache = modeling.new_cache()
+    """reference_decode of value n under the slot's own rule."""
     rule = constraints.slot_rules(schema)[n]
     state = rule.start(index, schema.terminator) if rule is not None else None
-
-    def pick(hidden):
-        lp = modeling.logprobs(model, hidden[:, -1])
-        if state is not None:
-            lp = constrain(lp, [state.allowed()])
-        return modeling.greedy(lp)[0]
-
-    tok = pick(modeling.forward_hidden(model, x, pos, masks.causal_mask(1, T, T, model.dtype, "cpu"), cache))
-    start, gap, out = lay.slot_start[0][n], schema.attributes[n].max_tokens, []
-    for k in range(gap + 1):
-        if int(tok) == schema.terminator:
-            return out, False
-        if k == gap:
-            return out, True
-        out.append(int(tok))
-        if state is not None:
-            state.push(int(tok))
-        T += 1
-        mask = masks.causal_mask(1, 1, T, model.dtype, "cpu")
-        tok = pick(modeling.forward_hidden(model, tok.view(1, 1), torch.tensor([[start + k]]), mask, cache))
-    raise AssertionError("unreachable")
+    return reference_decode(model, schema, doc, n, state)

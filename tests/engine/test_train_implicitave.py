@@ -10,20 +10,10 @@ from pathlib import Path
 from extraction.engine import augment as aug
 from extraction.engine.splits import IMPLICIT, load_split, resolve_data_dirs
 from extraction.engine.train import RowConfig, RowSampler, load_corpus, verbatim_share
+from tests.engine.test_evaluate_implicitave import HEADER, ROWS
 from tests.engine.test_train import tokenizer, write_toy_data  # noqa: F401 (fixture)
 
-HEADER = "id\timages\tcategory\ttexts\tattribute_names\tattribute_values\n"
-TRAIN = [
-    (
-        "B1",
-        "Dresses",
-        "[Title] Jessica Howard Women's Cap Sleeve V Neck Beaded",
-        "Sleeve Style",
-        "Short Sleeve",
-    ),
-    ("B1", "Dresses", "[Title] Jessica Howard Women's Cap Sleeve V Neck Beaded", "Neckline", "V-Neck"),
-    ("B3", "Shirts & Tops", "[Title] Diesel Men's Exposure Tee", "Sleeve Style", "Long Sleeve"),
-]
+TRAIN = [row for row in ROWS if row[0] != "B2"]  # evaluate's rows: B1 (two attributes) and B3
 VAL = [
     ("B9", "Dresses", "[Title] Held-out Maxi Dress", "Sleeve Style", "Sleeveless"),
     (
