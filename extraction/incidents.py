@@ -9,6 +9,10 @@ from extraction.models import RunIncident
 Kind = RunIncident.Kind
 
 
+def _products(n: int) -> str:
+    return f"{n} product{'s' if n != 1 else ''}"
+
+
 def _owners(owners) -> str:
     names = sorted({owner for owner in owners if owner})
     return ", ".join(names) or "a worker"
@@ -20,7 +24,7 @@ def lease_taken_over(run_id: int, worker: str, owners, products: int) -> RunInci
         kind=Kind.LEASE_TAKEN_OVER,
         worker=worker,
         message=(
-            f"{worker} took over {products} product{'s' if products != 1 else ''} whose lease by "
+            f"{worker} took over {_products(products)} whose lease by "
             f"{_owners(owners)} had expired (that worker stopped or hung before writing them): "
             "decoded again, their values written once."
         ),
@@ -34,18 +38,14 @@ def lease_released(run_id: int, owners, products: int, requeued: bool) -> RunInc
         kind=Kind.LEASE_RELEASED,
         worker="reaper",
         message=(
-            f"The reaper gave back {products} product{'s' if products != 1 else ''} whose lease by "
+            f"The reaper gave back {_products(products)} whose lease by "
             f"{_owners(owners)} had expired (that worker stopped or hung): {then}."
         ),
     )
 
 
 def database_lost(run_id: int, worker: str, error: str, seconds: float, released: int) -> RunIncident:
-    batch = (
-        f"; the {released} product{'s' if released != 1 else ''} it held went back to the queue unwritten"
-        if released
-        else ""
-    )
+    batch = f"; the {_products(released)} it held went back to the queue unwritten" if released else ""
     return RunIncident.objects.create(
         run_id=run_id,
         kind=Kind.DATABASE_LOST,
