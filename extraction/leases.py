@@ -5,7 +5,8 @@
   (its worker died), so a kill -9 loses nothing.
 - record_results writes a batch's values and marks its items done in ONE transaction, only for items
   whose lease is still ours; values are upserted on (run, product, attribute), so a retry overwrites
-  and never duplicates.
+  and never duplicates. The same transaction opens each value's review (review.opening, the one
+  function review exposes for writers), so no committed value lacks its review row.
 
 Lock order is items, then the run row (record_results); leasing locks items only and never waits
 (SKIP LOCKED), and cancelling touches only queued items, so these never deadlock.
@@ -24,6 +25,7 @@ from catalog.models import Attribute
 from extraction import config, incidents
 from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.normalize import normalize_value
+from review.opening import open_reviews
 
 
 @dataclass
@@ -147,6 +149,7 @@ def record_results(
                 unique_fields=["run", "product", "attribute"],
                 update_fields=["raw_text", "value", "confidence", "truncated", "steps"],
             )
+            open_reviews(rows)  # bulk_create set each row's pk, the upserted ones' included
             if config.drill_write_pause_seconds():
                 time.sleep(config.drill_write_pause_seconds())  # the drill kills the worker here
         finished = {"lease_expires_at": None, "finished_at": now, "done_by": owner, "writes": F("writes") + 1}

@@ -112,13 +112,10 @@ class WorkItem(models.Model):
 
 
 class ExtractedValue(models.Model):
-    """One (run, product, attribute) value with its confidence and its review state."""
+    """One (run, product, attribute) value with its confidence, as the worker wrote it.
 
-    class ReviewStatus(models.TextChoices):
-        PENDING = "pending", "Pending"
-        ACCEPTED = "accepted", "Accepted"
-        CORRECTED = "corrected", "Corrected"
-        REJECTED = "rejected", "Rejected"
+    Its review state (status, reviewed value, version) is the review app's: review.ValueReview,
+    one row per value, opened by the code that writes values (extraction/leases.py)."""
 
     run = models.ForeignKey(Run, related_name="values", on_delete=models.CASCADE)
     product = models.ForeignKey(Product, related_name="extracted_values", on_delete=models.CASCADE)
@@ -129,16 +126,6 @@ class ExtractedValue(models.Model):
     truncated = models.BooleanField(default=False)
     steps = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
-    # Review state: `version` increases on every change so concurrent edits are detected.
-    review_status = models.CharField(
-        max_length=10, choices=ReviewStatus.choices, default=ReviewStatus.PENDING
-    )
-    reviewed_value = models.TextField(blank=True)
-    reviewed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    reviewed_at = models.DateTimeField(null=True, blank=True)
-    version = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [
@@ -147,7 +134,6 @@ class ExtractedValue(models.Model):
             )
         ]
         indexes = [
-            models.Index(fields=["run", "review_status", "confidence"]),
             # The queue over all statuses walks a run's values by (confidence, id) and stops after a
             # page, instead of sorting tens of thousands of rows for every page.
             models.Index(fields=["run", "confidence", "id"], name="value_queue_order"),

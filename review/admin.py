@@ -1,6 +1,13 @@
 from django.contrib import admin
 
-from review.models import BulkAction, ExportJob, GoldValue, ReviewerSettings, ValueEvent
+from review.models import BulkAction, ExportJob, GoldValue, ReviewerSettings, ValueEvent, ValueReview
+
+
+@admin.register(ValueReview)
+class ValueReviewAdmin(admin.ModelAdmin):
+    list_display = ("value", "run", "status", "version", "reviewed_by", "reviewed_at")
+    list_filter = ("status",)
+    raw_id_fields = ("value", "run", "reviewed_by")
 
 
 @admin.register(ValueEvent)

@@ -13,12 +13,12 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from extraction.models import ExtractedValue
 from review.actions import review_locked
 from review.filters import QueueFilter
-from review.models import BulkAction, ValueEvent
+from review.models import BulkAction, ValueEvent, ValueReview
+from review.transition import locked_values
 
-Status = ExtractedValue.ReviewStatus
+Status = ValueReview.Status
 TARGET = {BulkAction.Action.ACCEPT: Status.ACCEPTED, BulkAction.Action.REJECT: Status.REJECTED}
 EVENT = {
     BulkAction.Action.ACCEPT: ValueEvent.Action.BULK_ACCEPT,
@@ -38,7 +38,7 @@ def inline_limit() -> int:
 
 def eligible(action: str) -> Q:
     """Values a bulk `action` may change: never a correction, nor one already in the target state."""
-    return ~Q(review_status=Status.CORRECTED) & ~Q(review_status=TARGET[action])
+    return ~Q(review__status=Status.CORRECTED) & ~Q(review__status=TARGET[action])
 
 
 def candidates(queue_filter: QueueFilter, action: str):
@@ -60,18 +60,15 @@ def do_create_bulk_action(queue_filter: QueueFilter, action: str, user) -> BulkA
 def _apply_chunk(job: BulkAction, ids: list[int]) -> tuple[int, int]:
     """Change the values `ids` still eligible; returns (changed, skipped). One transaction.
 
-    Each value goes through review_locked, the transition a single review uses, so history and
-    gold follow one rule whichever way a value was reviewed.
+    Each value goes through review_locked and so review/transition.py, as a single review does, so
+    history and gold follow one rule whichever way a value was reviewed.
     """
     with transaction.atomic():
-        rows = list(
-            ExtractedValue.objects.select_for_update(of=("self",))
-            .filter(eligible(job.action), pk__in=ids)
-            .select_related("attribute", "product", "reviewed_by")
-            .order_by("pk")
-        )
+        rows = list(locked_values().filter(eligible(job.action), pk__in=ids).order_by("pk"))
         for value in rows:
-            review_locked(value, value.version, job.action, job.created_by, recorded_as=EVENT[job.action])
+            review_locked(
+                value, value.review.version, job.action, job.created_by, recorded_as=EVENT[job.action]
+            )
     return len(rows), len(ids) - len(rows)
 
 

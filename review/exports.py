@@ -50,7 +50,7 @@ def inline_limit() -> int:
 
 def approved(queue_filter: QueueFilter):
     """The approved values the filter matches (its status choice is replaced by 'approved')."""
-    return queue_filter.values().filter(review_status__in=APPROVED)
+    return queue_filter.values().filter(review__status__in=APPROVED)
 
 
 def _long_records(queue_filter: QueueFilter) -> Iterator[dict]:
@@ -64,13 +64,13 @@ def _long_records(queue_filter: QueueFilter) -> Iterator[dict]:
             "product__title",
             "product__category__name",
             "attribute__name",
-            "reviewed_value",
-            "review_status",
+            "review__reviewed_value",
+            "review__status",
             "value",
             "raw_text",
             "confidence",
-            "reviewed_by__username",
-            "reviewed_at",
+            "review__reviewed_by__username",
+            "review__reviewed_at",
         )
     )
     for row in rows.iterator(chunk_size=2000):

@@ -11,10 +11,14 @@ from django.db.models import Case, Exists, IntegerField, OuterRef, QuerySet, Sub
 
 from extraction.comparison import agree
 from extraction.models import ExtractedValue, Run
+from review.models import ValueReview
 
 SORTS = {"confidence": "Lowest confidence first", "disagreement": "HPD/AR disagreement first"}
-STATUSES = tuple(ExtractedValue.ReviewStatus.values)
+STATUSES = tuple(ValueReview.Status.values)
 CONFIDENCE_BOUNDS = ("min_confidence", "max_confidence")
+# The queue walks the review row's copy of the confidence: (run, status, confidence, value) is one
+# index there; the value's id is the review's key, so "id" comes from the same index.
+QUEUE_CONFIDENCE = "review__confidence"
 
 
 def page_size() -> int:
@@ -137,10 +141,13 @@ class QueueFilter:
         }
 
     def values(self) -> QuerySet:
-        """Every value the filter matches, unordered (bulk actions and exports use this)."""
+        """Every value the filter matches, unordered (bulk actions and exports use this).
+
+        Run, status and confidence are read from the value's review row, whose index serves them
+        together (see ValueReview)."""
         qs = ExtractedValue.objects.all()
         if self.run is not None:
-            qs = qs.filter(run_id=self.run)
+            qs = qs.filter(review__run_id=self.run)
         if self.catalog is not None:
             qs = qs.filter(product__catalog_id=self.catalog)
         if self.category is not None:
@@ -148,11 +155,11 @@ class QueueFilter:
         if self.attribute:
             qs = qs.filter(attribute__name=self.attribute)
         if self.status:
-            qs = qs.filter(review_status=self.status)
+            qs = qs.filter(review__status=self.status)
         if self.min_confidence is not None:
-            qs = qs.filter(confidence__gte=self.min_confidence)
+            qs = qs.filter(review__confidence__gte=self.min_confidence)
         if self.max_confidence is not None:
-            qs = qs.filter(confidence__lte=self.max_confidence)
+            qs = qs.filter(review__confidence__lte=self.max_confidence)
         return qs
 
     def ordered_values(self, partner=LOOK_UP) -> QuerySet:
@@ -161,7 +168,7 @@ class QueueFilter:
         `partner`: the filter run's linked run (or None), when the caller has it already.
         """
         qs = self.values().select_related(
-            "product", "product__catalog", "product__category", "attribute", "reviewed_by"
+            "product", "product__catalog", "product__category", "attribute", "review", "review__reviewed_by"
         )
         if partner is LOOK_UP:
             partner = partner_of(self.run_with_partner()) if self.run is not None else None
@@ -191,5 +198,5 @@ class QueueFilter:
     def ordering(self, has_partner: bool) -> list[str]:
         """The queue's order; disagreement needs a linked run, without one it is by confidence."""
         if self.sort == "disagreement" and has_partner:
-            return ["-disagrees", "confidence", "id"]
-        return ["confidence", "id"]
+            return ["-disagrees", QUEUE_CONFIDENCE, "id"]
+        return [QUEUE_CONFIDENCE, "id"]

@@ -9,15 +9,15 @@ gold that scores every run fairly is never traded for gold that one run supplied
 from django.db.models import Q
 
 from extraction.models import ExtractedValue
-from review.models import GoldValue, provenance_of
+from review.models import GoldValue, ValueReview, provenance_of
 
 Provenance = GoldValue.Provenance
 
-APPROVED = (ExtractedValue.ReviewStatus.ACCEPTED, ExtractedValue.ReviewStatus.CORRECTED)
+APPROVED = (ValueReview.Status.ACCEPTED, ValueReview.Status.CORRECTED)
 
 
 def approved_values():
-    return ExtractedValue.objects.filter(review_status__in=APPROVED)
+    return ExtractedValue.objects.filter(review__status__in=APPROVED)
 
 
 def sync_gold(value: ExtractedValue, user) -> None:
@@ -35,15 +35,16 @@ def sync_gold(value: ExtractedValue, user) -> None:
     gold = GoldValue.objects.filter(**key).first()
     if gold is not None and gold.provenance == Provenance.BLIND:
         return  # a blind label stays the gold whatever happens to the model's values
-    if value.review_status in APPROVED:
-        kind, run_id = provenance_of(value.reviewed_value, value)
+    review = value.review
+    if review.status in APPROVED:
+        kind, run_id = provenance_of(review.reviewed_value, value)
         # One INSERT ... ON CONFLICT DO UPDATE: race-free against a concurrent review of the same
         # attribute, and one statement where update_or_create takes a lock, savepoints and two more.
         GoldValue.objects.bulk_create(
             [
                 GoldValue(
                     **key,
-                    value=value.reviewed_value,
+                    value=review.reviewed_value,
                     source=value,
                     provenance=kind,
                     from_run_id=run_id,
@@ -63,7 +64,8 @@ def sync_gold(value: ExtractedValue, user) -> None:
         approved_values()
         .filter(product_id=value.product_id, attribute_id=value.attribute_id)
         .filter(~Q(pk=value.pk))
-        .order_by("-reviewed_at", "-id")
+        .select_related("review")
+        .order_by("-review__reviewed_at", "-id")
         .first()
     )
     known = value.product.known_values.get(value.attribute.name)
@@ -74,6 +76,10 @@ def sync_gold(value: ExtractedValue, user) -> None:
         gold.delete()
         return
     else:
-        gold.value, gold.source, gold.approved_by = other.reviewed_value, other, other.reviewed_by
+        gold.value, gold.source, gold.approved_by_id = (
+            other.review.reviewed_value,
+            other,
+            other.review.reviewed_by_id,
+        )
     gold.provenance, gold.from_run_id = provenance_of(gold.value, gold.source)
     gold.save()

@@ -21,6 +21,7 @@ from accounts.roles import REVIEWER
 from catalog.models import Attribute, Catalog, Category, Product, SchemaVersion
 from extraction.models import ExtractedValue, Run, WorkItem
 from review.models import GoldValue, ValueEvent
+from review.opening import open_reviews
 
 BENCH_CATALOG = "bench-load"
 BENCH_CATEGORY = "Bench load headphones"
@@ -113,7 +114,7 @@ def seed(products: int, users: int, password: str) -> Seeded:
                         confidence=round(rng.random(), 4),
                     )
                 )
-        ExtractedValue.objects.bulk_create(values, batch_size=5000)
+        open_reviews(ExtractedValue.objects.bulk_create(values, batch_size=5000))
         group, _ = Group.objects.get_or_create(name=REVIEWER)
         User.objects.filter(username__startswith=BENCH_USER_PREFIX).delete()
         hashed = make_password(password)
@@ -151,7 +152,7 @@ def check(records: list[dict]) -> Check:
         if record["value"] in by_value:
             problems.append(f"value {record['value']} was written twice by the benchmark")
         by_value[record["value"]] = record
-    values = ExtractedValue.objects.in_bulk(list(by_value))
+    values = ExtractedValue.objects.select_related("review").in_bulk(list(by_value))
     events = Counter(
         ValueEvent.objects.filter(value_id__in=by_value).values_list("value_id", "actor__username", "action")
     )
@@ -169,7 +170,7 @@ def check(records: list[dict]) -> Check:
         want_status = "accepted" if record["action"] == "accept" else "corrected"
         want_text = value.value if value is not None and record["action"] == "accept" else record["text"]
         key = (value_id, record["user"], record["action"])
-        if value is None or value.review_status != want_status or value.reviewed_value != want_text:
+        if value is None or value.review.status != want_status or value.review.reviewed_value != want_text:
             lost += 1
             problems.append(f"value {value_id}: not stored as {record['user']} left it ({want_status})")
         elif events[key] == 0 or gold.get(value_id, 0) == 0 or gold_values.get(value_id) != want_text:

@@ -1,7 +1,8 @@
-"""Review state kept beside the extracted values: history, gold, background jobs, shortcuts.
+"""Review state of the extracted values: current state, history, gold, background jobs, shortcuts.
 
-ExtractedValue (extraction/models.py) holds the current review state of a value; every change to
-it also writes a ValueEvent here, so the history is complete. Accepted and corrected values become
+ValueReview holds the current review state of one ExtractedValue (extraction/models.py), which
+itself only holds what the worker wrote; every change to it goes through review/transition.py,
+which also writes a ValueEvent here, so the history is complete. Accepted and corrected values become
 GoldValue rows, one per (product, attribute name, schema version), which the quality dashboard
 and the `export_gold` command read; each gold row records how it was made (typed blind, a
 correction or an acceptance of a named run's value, or the catalog's own value).
@@ -12,6 +13,43 @@ from django.db import models
 
 from catalog.models import Product, SchemaVersion
 from extraction.models import ExtractedValue, Run
+
+
+class ValueReview(models.Model):
+    """The review state of one extracted value: `version` increases on every change so
+    concurrent edits are detected. Opened (pending) by the code that writes the values, in the
+    same transaction (review/opening.py)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        ACCEPTED = "accepted", "Accepted"
+        CORRECTED = "corrected", "Corrected"
+        REJECTED = "rejected", "Rejected"
+
+    value = models.OneToOneField(
+        ExtractedValue, primary_key=True, related_name="review", on_delete=models.CASCADE
+    )
+    # Copies of the value's run and confidence (review/opening.py writes them with the value): the
+    # queue filters a run's values by status and walks them by confidence, and only an index over
+    # one table serves both, stopping after a page instead of joining and sorting the whole run.
+    run = models.ForeignKey(Run, related_name="+", on_delete=models.CASCADE, db_index=False)
+    confidence = models.FloatField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    reviewed_value = models.TextField(blank=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, related_name="+", on_delete=models.SET_NULL
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["run", "status", "confidence", "value"], name="review_queue_by_status"),
+            models.Index(fields=["run", "confidence", "value"], name="review_queue_order"),
+        ]
+
+    def __str__(self):
+        return f"value {self.value_id}: {self.status} (version {self.version})"
 
 
 class ValueEvent(models.Model):

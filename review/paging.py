@@ -21,8 +21,16 @@ def _fields(ordering: list[str]) -> list[tuple[str, bool]]:
     return [(f.lstrip("-"), not f.startswith("-")) for f in ordering]
 
 
+def _sort_value(row, field: str):
+    """The row's value of an order_by field, following relations ("review__confidence")."""
+    value = row
+    for name in ("pk" if field == "id" else field).split("__"):
+        value = getattr(value, name)
+    return value
+
+
 def key_of(row, ordering: list[str]) -> str:
-    return CURSOR_SEPARATOR.join(repr(getattr(row, "pk" if f == "id" else f)) for f, _ in _fields(ordering))
+    return CURSOR_SEPARATOR.join(repr(_sort_value(row, f)) for f, _ in _fields(ordering))
 
 
 def _parse(cursor: str, ordering: list[str]) -> list:

@@ -18,7 +18,7 @@ from extraction import config
 from extraction.engine import metric
 from extraction.engine.calibration import CURVE_THRESHOLDS, wilson
 from extraction.models import ExtractedValue, Run
-from review.models import GoldValue, ValueEvent
+from review.models import GoldValue, ValueEvent, ValueReview
 
 # Below this many judged values of a model the dev figures are the better estimate.
 MIN_JUDGED = 200
@@ -30,7 +30,7 @@ REVIEWED, DEV = "reviewed", "dev"
 SOURCE_LABELS = {REVIEWED: "reviewed values of this model", DEV: "dev figures of this model"}
 # The history actions that mean a person looked at this one value.
 JUDGED_BY_HAND = (ValueEvent.Action.ACCEPT, ValueEvent.Action.CORRECT, ValueEvent.Action.SET_NA)
-Status = ExtractedValue.ReviewStatus
+Status = ValueReview.Status
 
 
 @dataclass(frozen=True)
@@ -83,12 +83,12 @@ def judged_values(run: Run) -> list[tuple[float, bool]]:
     )
     last_action = ValueEvent.objects.filter(value=OuterRef("pk")).order_by("-at", "-id").values("action")[:1]
     by_hand = (
-        same_model.filter(review_status__in=(Status.ACCEPTED, Status.CORRECTED))
+        same_model.filter(review__status__in=(Status.ACCEPTED, Status.CORRECTED))
         .annotate(last_action=Subquery(last_action))
         .filter(last_action__in=JUDGED_BY_HAND)
     )
     pairs = [
-        (c, status == Status.ACCEPTED) for c, status in by_hand.values_list("confidence", "review_status")
+        (c, status == Status.ACCEPTED) for c, status in by_hand.values_list("confidence", "review__status")
     ]
     label = GoldValue.objects.filter(
         provenance=GoldValue.Provenance.BLIND,

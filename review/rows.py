@@ -5,9 +5,9 @@ from dataclasses import dataclass
 from catalog.models import Attribute
 from extraction.models import ExtractedValue
 from extraction.normalize import BOOLEAN_VALUES, NA
-from review.actions import shown_value
 from review.filters import QueueFilter, partner_of
 from review.highlight import highlight, occurs
+from review.transition import shown_value
 
 
 @dataclass

@@ -60,7 +60,9 @@ def product_detail(request, pk: int):
     product = get_object_or_404(Product.objects.select_related("catalog", "category"), pk=pk)
     schema = product.category.current_schema
     extracted: dict[str, list] = {}
-    for value in product.extracted_values.select_related("run", "attribute").order_by("-run__created_at"):
+    for value in product.extracted_values.select_related("run", "attribute", "review").order_by(
+        "-run__created_at"
+    ):
         extracted.setdefault(value.attribute.name.lower(), []).append(value)
     attributes = []
     for data in current_attributes(schema):

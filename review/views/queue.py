@@ -11,6 +11,7 @@ from extraction.models import ExtractedValue, Run
 from review import bulk, shortcuts
 from review.filters import SORTS, FilterError, QueueFilter, page_size, partner_of, runs_with_values
 from review.gold import APPROVED
+from review.models import ValueReview
 from review.paging import CursorError, page_of
 from review.rows import make_row
 from review.views.common import bad_request, reviewers_only, settings_of
@@ -34,7 +35,7 @@ def _counts(queue_filter: QueueFilter) -> dict:
         total=Count("pk"),
         bulk_accept_count=Count("pk", filter=bulk.eligible(bulk.BulkAction.Action.ACCEPT)),
         bulk_reject_count=Count("pk", filter=bulk.eligible(bulk.BulkAction.Action.REJECT)),
-        approved_count=Count("pk", filter=Q(review_status__in=APPROVED)),  # as exports.approved
+        approved_count=Count("pk", filter=Q(review__status__in=APPROVED)),  # as exports.approved
     )
 
 
@@ -44,7 +45,7 @@ def _choices(queue_filter: QueueFilter, run: Run | None) -> dict:
         "catalogs": Catalog.objects.all(),
         "categories": Category.objects.all(),
         "attributes": _attribute_names(run),
-        "statuses": ExtractedValue.ReviewStatus.choices,
+        "statuses": ValueReview.Status.choices,
         "sorts": SORTS.items(),
     }
 

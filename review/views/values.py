@@ -8,9 +8,10 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
 from extraction.models import ExtractedValue
-from review.actions import NothingToUndo, ReviewConflict, ReviewError, do_review, do_undo, shown_value
+from review.actions import NothingToUndo, ReviewError, do_review, do_undo
 from review.models import ValueEvent
 from review.rows import fresh_row, make_row
+from review.transition import ReviewConflict, shown_value
 from review.views.common import bad_request, redirect_back, reviewers_only, shortcut_keys
 
 ROW_ACTIONS = {
@@ -80,7 +81,7 @@ def undo(request):
     except ReviewConflict as exc:
         text, status = f"Cannot undo: {exc}", CONFLICT
     else:
-        text = f"Undone: {value.attribute.name} of {value.product.sku} is {event.new_value!r} ({value.get_review_status_display().lower()}) again."
+        text = f"Undone: {value.attribute.name} of {value.product.sku} is {event.new_value!r} ({value.review.get_status_display().lower()}) again."
         if not request.htmx:
             messages.success(request, text)
             return redirect_back(request)
@@ -107,7 +108,8 @@ def row(request, value_id: int):
 @reviewers_only
 def history(request, value_id: int):
     value = get_object_or_404(
-        ExtractedValue.objects.select_related("product", "attribute", "run", "reviewed_by"), pk=value_id
+        ExtractedValue.objects.select_related("product", "attribute", "run", "review__reviewed_by"),
+        pk=value_id,
     )
     events = value.events.select_related("actor", "run")
     return render(

@@ -40,7 +40,7 @@ def test_the_queue_opens_on_the_newest_finished_run_and_j_goes_to_row_two_after_
         page.wait_for_selector(f"#value-{color[1].pk}.active")
         page.keyboard.press("a")
         page.wait_for_selector(f"#value-{color[1].pk}.status-accepted")
-    assert ExtractedValue.objects.get(pk=color[0].pk).review_status == "pending"
+    assert ExtractedValue.objects.get(pk=color[0].pk).review.status == "pending"
 
 
 def test_an_admin_auto_accepts_at_98_percent(live_server, alice, password, tmp_path):
@@ -65,7 +65,7 @@ def test_an_admin_auto_accepts_at_98_percent(live_server, alice, password, tmp_p
         page.click("#auto-accept")
         page.wait_for_url(lambda url: "/review/queue/" in url)
         page.wait_for_selector(".msg-success:has-text('Accepted 4 values')")
-    statuses = dict(ExtractedValue.objects.filter(run=scene.run).values_list("confidence", "review_status"))
+    statuses = dict(ExtractedValue.objects.filter(run=scene.run).values_list("confidence", "review__status"))
     assert statuses == {c: ("accepted" if c >= 0.9 else "pending") for c in confidences}
 
 

@@ -63,12 +63,12 @@ def test_a_reviewer_reviews_ten_values_by_keyboard_and_exports_them(live_server,
         path = tmp_path / "export.csv"
         download_info.value.save_as(path)
 
-    statuses = dict(ExtractedValue.objects.filter(run=scene.run).values_list("pk", "review_status"))
+    statuses = dict(ExtractedValue.objects.filter(run=scene.run).values_list("pk", "review__status"))
     assert [statuses[v.pk] for v in order] == (
         ["accepted", "corrected", "corrected", "rejected"] + ["accepted"] * 6 + ["pending", "pending"]
     )
-    assert ExtractedValue.objects.get(pk=order[1].pk).reviewed_value == "Nike Air"
-    assert ExtractedValue.objects.get(pk=order[2].pk).reviewed_value == "n/a"
+    assert ExtractedValue.objects.get(pk=order[1].pk).review.reviewed_value == "Nike Air"
+    assert ExtractedValue.objects.get(pk=order[2].pk).review.reviewed_value == "n/a"
     assert ValueEvent.objects.filter(actor=bob, action="undo").count() == 1
     rows = list(csv.reader(io.StringIO(path.read_text())))
     header, body = rows[0], rows[1:]
@@ -127,7 +127,7 @@ def test_a_conflict_shows_the_current_value_in_the_row_and_a_second_try_works(
         page.keyboard.press("a")
         page.wait_for_selector(f"#value-{first.pk}.status-accepted")
     first.refresh_from_db()
-    assert (first.review_status, first.reviewed_by, first.version) == ("accepted", bob, 2)
+    assert (first.review.status, first.review.reviewed_by, first.review.version) == ("accepted", bob, 2)
 
 
 def test_a_long_unbroken_value_wraps_instead_of_squeezing_the_product_column(live_server, bob, password):
@@ -183,5 +183,5 @@ def test_a_reviewer_corrects_an_enumeration_from_its_list_by_keyboard(live_serve
         edit(["ArrowDown"], order[0])  # Men -> the next value in the list
         edit(["u"], order[1])  # typing picks the value that starts so
         edit(["n"], order[2])  # n/a is in the list too
-    reviewed = [ExtractedValue.objects.get(pk=v.pk).reviewed_value for v in order]
+    reviewed = [ExtractedValue.objects.get(pk=v.pk).review.reviewed_value for v in order]
     assert reviewed == ["Women", "Unisex", "n/a"]

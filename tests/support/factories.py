@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from catalog.models import Attribute, Catalog, Category, Product, SchemaVersion
 from extraction.models import ExtractedValue, Run, WorkItem
+from review.opening import open_reviews
 
 _counter = itertools.count(1)
 
@@ -95,7 +96,7 @@ def make_run(
 def make_value(
     run: Run, product: Product, attribute: Attribute, value: str, confidence: float = 0.5, **fields
 ) -> ExtractedValue:
-    return ExtractedValue.objects.create(
+    made = ExtractedValue.objects.create(
         run=run,
         product=product,
         attribute=attribute,
@@ -104,14 +105,18 @@ def make_value(
         confidence=confidence,
         **fields,
     )
+    open_reviews([made])  # as the worker does when it writes values
+    return made
 
 
 def make_values(run: Run, values: dict[tuple[Product, Attribute], tuple[str, float]]) -> list[ExtractedValue]:
     """Many values at once: {(product, attribute): (value, confidence)}."""
-    return ExtractedValue.objects.bulk_create(
+    made = ExtractedValue.objects.bulk_create(
         ExtractedValue(run=run, product=p, attribute=a, raw_text=v, value=v, confidence=c)
         for (p, a), (v, c) in values.items()
     )
+    open_reviews(made)
+    return made
 
 
 def link_runs(first: Run, second: Run) -> None:

@@ -306,7 +306,7 @@ WATCHED = {
     Product: ("pk", "sku", "title", "description", "known_values", "updated_at"),
     Category: ("pk", "name"),
     SchemaVersion: ("pk",),
-    ExtractedValue: ("pk", "review_status", "reviewed_value", "version"),
+    ExtractedValue: ("pk", "review__status", "review__reviewed_value", "review__version"),
     ValueEvent: ("pk",),
     GoldValue: ("pk", "value", "source_id"),
     BulkAction: ("pk",),

@@ -1,5 +1,7 @@
 """Single-value review actions: accept, correct, reject, n/a, undo, history, gold, conflicts."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -17,7 +19,7 @@ def scene():
 
 
 def post_action(client, value, action, text=None, version=None, htmx=True):
-    data = {"action": action, "version": value.version if version is None else version}
+    data = {"action": action, "version": value.review.version if version is None else version}
     if text is not None:
         data["value"] = text
     headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
@@ -29,7 +31,12 @@ def test_it_accepts_a_value_and_makes_it_gold(client_for, bob, scene):
     response = post_action(client_for(bob), value, "accept")
     assert response.status_code == 200
     value.refresh_from_db()
-    assert (value.review_status, value.reviewed_value, value.reviewed_by, value.version) == (
+    assert (
+        value.review.status,
+        value.review.reviewed_value,
+        value.review.reviewed_by,
+        value.review.version,
+    ) == (
         "accepted",
         value.value,
         bob,
@@ -46,7 +53,7 @@ def test_it_corrects_a_value_and_keeps_the_model_value(client_for, bob, scene):
     value = scene.values[1]
     post_action(client_for(bob), value, "correct", text="  Nike  ")
     value.refresh_from_db()
-    assert (value.review_status, value.reviewed_value, value.value) == ("corrected", "Nike", "color0")
+    assert (value.review.status, value.review.reviewed_value, value.value) == ("corrected", "Nike", "color0")
     assert GoldValue.objects.get(source=value).value == "Nike"
     event = ValueEvent.objects.get(value=value)
     assert (event.actor, event.action, event.old_value, event.new_value, event.run) == (
@@ -65,7 +72,7 @@ def test_it_rejects_a_value_and_takes_its_gold_back(client_for, alice, scene):
     value.refresh_from_db()
     post_action(client, value, "reject")
     value.refresh_from_db()
-    assert value.review_status == "rejected"
+    assert value.review.status == "rejected"
     assert not GoldValue.objects.filter(product=value.product).exists()
 
 
@@ -73,7 +80,7 @@ def test_it_sets_na(client_for, bob, scene):
     value = scene.values[2]
     post_action(client_for(bob), value, "set_na")
     value.refresh_from_db()
-    assert (value.review_status, value.reviewed_value) == ("corrected", "n/a")
+    assert (value.review.status, value.review.reviewed_value) == ("corrected", "n/a")
     assert GoldValue.objects.get(source=value).value == "n/a"
 
 
@@ -83,14 +90,16 @@ def test_it_refuses_an_empty_correction_and_changes_nothing(client_for, bob, sce
     assert response.status_code == 400
     assert "type the correct value" in response.content.decode()
     value.refresh_from_db()
-    assert (value.review_status, value.version) == ("pending", 0)
+    assert (value.review.status, value.review.version) == ("pending", 0)
     assert not ValueEvent.objects.exists()
 
 
 def test_it_refuses_an_unknown_action(client_for, bob, scene):
     response = post_action(client_for(bob), scene.values[0], "delete")
     assert response.status_code == 400
-    assert "not one of" in response.content.decode()
+    assert response.content.decode() == (
+        "<p class='error'>action: &#x27;delete&#x27; is not one of accept, correct, reject, set_na</p>"
+    )
 
 
 def test_it_undoes_the_last_change_and_then_the_one_before(client_for, bob, scene):
@@ -102,11 +111,11 @@ def test_it_undoes_the_last_change_and_then_the_one_before(client_for, bob, scen
     assert response.status_code == 200
     assert response["HX-Retarget"] == f"#value-{second.pk}"
     second.refresh_from_db()
-    assert (second.review_status, second.reviewed_value) == ("pending", "")
+    assert (second.review.status, second.review.reviewed_value) == ("pending", "")
     assert not GoldValue.objects.filter(source=second).exists()
     client.post(reverse("review:undo"), HTTP_HX_REQUEST="true")
     first.refresh_from_db()
-    assert first.review_status == "pending"
+    assert first.review.status == "pending"
     assert list(first.events.values_list("action", "undone")) == [("undo", False), ("accept", True)]
     response = client.post(reverse("review:undo"), HTTP_HX_REQUEST="true")
     assert "nothing to undo" in response["HX-Trigger"]
@@ -120,14 +129,14 @@ def test_it_refuses_to_undo_over_someone_elses_later_change(client_for, bob, ali
     assert response.status_code == 409
     assert "Cannot undo" in response["HX-Trigger"]
     value.refresh_from_db()
-    assert value.reviewed_value == "Puma"
+    assert value.review.reviewed_value == "Puma"
 
 
 def test_the_second_of_two_concurrent_edits_gets_a_conflict_with_the_current_value(
     client_for, bob, alice, scene
 ):
     value = scene.values[0]
-    seen = value.version
+    seen = value.review.version
     post_action(client_for(alice), value, "correct", text="Adidas", version=seen)
     response = post_action(client_for(bob), value, "correct", text="Reebok", version=seen)
     assert response.status_code == 409
@@ -136,7 +145,11 @@ def test_the_second_of_two_concurrent_edits_gets_a_conflict_with_the_current_val
     assert 'value="Reebok"' in body  # bob's input is kept in the edit box: nothing lost
     assert 'data-outcome="conflict"' in body
     value.refresh_from_db()
-    assert (value.reviewed_value, value.reviewed_by, value.version) == ("Adidas", alice, 1)
+    assert (value.review.reviewed_value, value.review.reviewed_by, value.review.version) == (
+        "Adidas",
+        alice,
+        1,
+    )
     assert ValueEvent.objects.filter(value=value).count() == 1
 
 
@@ -145,8 +158,8 @@ def test_the_conflict_is_raised_by_the_service_too(bob, alice, scene):
     do_review(value.pk, 0, "accept", alice)
     with pytest.raises(ReviewConflict) as caught:
         do_review(value.pk, 0, "reject", bob)
-    assert caught.value.current.review_status == "accepted"
-    assert ExtractedValue.objects.get(pk=value.pk).review_status == "accepted"
+    assert caught.value.current.review.status == "accepted"
+    assert ExtractedValue.objects.get(pk=value.pk).review.status == "accepted"
 
 
 def test_history_shows_who_when_old_new_and_run(client_for, bob, alice, scene):
@@ -154,9 +167,20 @@ def test_history_shows_who_when_old_new_and_run(client_for, bob, alice, scene):
     do_review(value.pk, 0, "accept", bob)
     do_review(value.pk, 1, "correct", alice, text="Asics")
     page = client_for(bob).get(reverse("review:history", args=[value.pk])).content.decode()
-    body = page[page.index('id="history"') :]
-    assert body.index("alice") < body.index("bob")  # newest first
-    assert "Corrected" in body and "Accepted" in body and "Asics" in body and f"#{scene.run.pk}" in body
+    body = page[page.index('id="history"') : page.index("</table>")]
+    rows = [
+        [
+            " ".join(re.sub(r"<[^>]+>", " ", cell).split())
+            for cell in re.findall(r"<td>(.*?)</td>", row, re.S)[1:]
+        ]
+        for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)
+        if "<td>" in row  # not the header
+    ]
+    run = f"#{scene.run.pk} HPD (hyper-parallel)"
+    assert rows == [  # newest first: who, action, old and new value with their status, run
+        ["alice", "Corrected", "brand0 accepted", "Asics corrected", run],
+        ["bob", "Accepted", "brand0 pending", "brand0 accepted", run],
+    ]
 
 
 def test_without_htmx_an_action_redirects_back_to_the_queue(client_for, bob, scene):

@@ -47,7 +47,7 @@ def test_raters_get_403_on_every_review_screen_and_change_nothing(client_for, ca
         assert client.post(url, {"action": "accept", "version": 0, "run": scene.run.pk}).status_code == 403, (
             url
         )
-    assert not scene.run.values.exclude(review_status="pending").exists()
+    assert not scene.run.values.exclude(review__status="pending").exists()
 
 
 def test_anonymous_users_are_sent_to_sign_in(client, bob):
@@ -65,7 +65,7 @@ def test_reviewers_and_admins_may_use_every_screen(client_for, alice, bob):
         client = client_for(user)
         for url in urls["get"]:
             if "download" in url:
-                continue  # that export has no file: 404, tested in test_review_export
+                continue  # that export has no file: 404, tested in tests/review/test_export.py
             assert client.get(url).status_code == 200, (user, url)
 
 

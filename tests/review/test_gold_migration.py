@@ -1,21 +1,12 @@
 """Migration review 0002: gold made before provenance existed gets what its review events imply."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
-BEFORE = ("review", "0001_initial")
-AFTER = ("review", "0002_gold_provenance")
+from tests.support.migrations import migrate
 
-
-def migrate(review_target=None):
-    """Every app at its latest migration, review at `review_target` (its latest when None)."""
-    executor = MigrationExecutor(connection)
-    leaves = executor.loader.graph.leaf_nodes()
-    targets = [leaf for leaf in leaves if leaf[0] != "review" or review_target is None]
-    targets += [review_target] if review_target else []
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
+# extraction 0005 needs review 0003, so extraction stays where review 0001 and 0002 found it
+BEFORE = {"review": "0001_initial", "extraction": "0004_run_incidents_queue_index"}
+AFTER = {"review": "0002_gold_provenance", "extraction": "0004_run_incidents_queue_index"}
 
 
 @pytest.fixture
@@ -26,7 +17,7 @@ def back_to_latest():
 
 @pytest.mark.django_db(transaction=True)
 def test_existing_gold_gets_the_provenance_its_review_events_imply(back_to_latest):
-    apps = migrate(BEFORE)
+    apps = migrate(**BEFORE)
     Catalog, Category = apps.get_model("catalog", "Catalog"), apps.get_model("catalog", "Category")
     Schema, Attribute = apps.get_model("catalog", "SchemaVersion"), apps.get_model("catalog", "Attribute")
     Product, Run = apps.get_model("catalog", "Product"), apps.get_model("extraction", "Run")
@@ -61,7 +52,7 @@ def test_existing_gold_gets_the_provenance_its_review_events_imply(back_to_lates
     Gold.objects.create(product=product, attribute_name="Size", schema=schema, value="large")  # seeded
     Gold.objects.create(product=product, attribute_name="Shape", schema=schema, value="round")  # run deleted
 
-    apps = migrate(AFTER)
+    apps = migrate(**AFTER)
     rows = apps.get_model("review", "GoldValue").objects.values_list(
         "attribute_name", "provenance", "from_run_id"
     )

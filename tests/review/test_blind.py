@@ -52,7 +52,7 @@ def test_the_page_shows_the_product_text_and_no_value_of_any_run(client_for, bob
     )
     client = client_for(bob)
     start = client.get(reverse("review:blind_start")).content.decode()
-    assert scene.catalog.name in start
+    assert f'<option value="{scene.catalog.pk}">{scene.catalog.name}</option>' in start
     body = client.get(label_url(scene)).content.decode()
     first = scene.products[0]
     assert first.title in body and first.sku in body

@@ -13,6 +13,7 @@ from review.actions import do_review
 from review.bulk import do_create_bulk_action, run_bulk_action
 from review.filters import FilterError, QueueFilter
 from review.models import BulkAction, GoldValue, ValueEvent
+from review.opening import open_reviews
 from tests.support.factories import make_scenario
 
 pytestmark = pytest.mark.django_db
@@ -28,6 +29,13 @@ def model_dir_with(tmp_path, calibration) -> str:
     return str(tmp_path)
 
 
+FIT = "run `python -m extraction evaluate --fit-calibration` on this model to measure it"
+
+
+def too_few(judged: int) -> str:
+    return f"only {judged} values of this model are judged (the estimate uses them from 200 on)"
+
+
 def scene_with_confidences(confidences, model_dir="models/test"):
     """One run, one Brand value per confidence (in that order)."""
     scene = make_scenario(
@@ -37,6 +45,7 @@ def scene_with_confidences(confidences, model_dir="models/test"):
     for value, confidence in zip(values, confidences, strict=True):
         value.confidence = confidence
     ExtractedValue.objects.bulk_update(values, ["confidence"])
+    open_reviews(values)  # as a worker writing a value again does: the review row takes the new confidence
     scene.run.model_dir = model_dir
     scene.run.save(update_fields=["model_dir"])
     return scene, values
@@ -69,7 +78,7 @@ def test_bulk_accept_and_export_take_the_confidence_range(client_for, bob):
         reverse("review:bulk"), {"run": scene.run.pk, "action": "accept", "min_confidence": "0.9"}
     )
     assert response.status_code == 302
-    statuses = [ExtractedValue.objects.get(pk=v.pk).review_status for v in values]
+    statuses = [ExtractedValue.objects.get(pk=v.pk).review.status for v in values]
     assert statuses == ["pending", "pending", "accepted", "accepted"]
     export = client.post(
         reverse("review:export"),
@@ -79,8 +88,12 @@ def test_bulk_accept_and_export_take_the_confidence_range(client_for, bob):
     bad = client.post(
         reverse("review:bulk"), {"run": scene.run.pk, "action": "reject", "max_confidence": "x"}
     )
-    assert bad.status_code == 400 and "max_confidence" in bad.content.decode()
-    assert not ExtractedValue.objects.filter(review_status="rejected").exists()
+    assert bad.status_code == 400
+    assert bad.content.decode() == (
+        "<p class='error'>Cannot run the bulk action: max_confidence: expected a number from 0 to 1, "
+        "got &#x27;x&#x27;</p>"
+    )
+    assert not ExtractedValue.objects.filter(review__status="rejected").exists()
 
 
 def test_bulk_and_single_reviews_share_one_transition(bob):
@@ -92,7 +105,7 @@ def test_bulk_and_single_reviews_share_one_transition(bob):
         ("pending", "accepted", "b0", 1),
         ("pending", "accepted", "b1", 1),
     ]
-    assert (single.review_status, single.version) == ("rejected", 2)
+    assert (single.review.status, single.review.version) == ("rejected", 2)
     assert list(GoldValue.objects.values_list("value", flat=True)) == ["b1"]  # the reject took b0's back
 
 
@@ -147,7 +160,10 @@ def test_blind_labels_judge_the_values_of_their_products(bob, tmp_path):
         (0.95, True),
         (0.99, False),
     ]
-    assert "only 5 values of this model are judged" in precision.estimate(scene.run, 0.98).note
+    assert precision.estimate(scene.run, 0.98).note == (
+        f"No estimate: {too_few(5)}, and {scene.run.model_dir}/slotwise.json has no "
+        f'"calibration" block: {FIT}.'
+    )
 
 
 def test_below_200_judged_values_the_dev_figures_stand_in(bob, tmp_path):
@@ -158,14 +174,23 @@ def test_below_200_judged_values_the_dev_figures_stand_in(bob, tmp_path):
     found = precision.estimate(scene.run, 0.98)
     assert (found.source, found.judged) == ("dev", 1)
     assert (found.proposal.threshold, found.proposal.n, found.proposal.low) == (0.9, 400, 0.97)
-    assert "only 1 values of this model are judged" in found.note
+    assert found.note == (
+        f"{too_few(1)}; until then the dev figures stand in, measured on the dev sets, not on this catalog"
+    )
     # A model without the curve says what is missing and proposes nothing.
-    for calibration in (None, {"hpd": 2.0}, {"precision_curve": {"ar": CURVE}}):
-        found = precision.estimate(
-            type(scene.run)(decoder="hpd", model_dir=model_dir_with(tmp_path, calibration)), 0.98
-        )
+    missing = {
+        None: 'has no "calibration" block',
+        json.dumps({"hpd": 2.0}): "has no calibration → precision_curve → hpd",
+        json.dumps({"precision_curve": {"ar": CURVE}}): "has no calibration → precision_curve → hpd",
+    }
+    for calibration, what in missing.items():
+        model_dir = model_dir_with(tmp_path, calibration and json.loads(calibration))
+        found = precision.estimate(type(scene.run)(decoder="hpd", model_dir=model_dir), 0.98)
         assert found.proposal is None and found.source == ""
-        assert "slotwise.json" in found.note and "--fit-calibration" in found.note
+        assert (
+            found.note
+            == f"No estimate: {too_few(found.judged)}, and {model_dir}/slotwise.json {what}: {FIT}."
+        )
     with pytest.raises(config.NoPrecisionCurve, match="row 1 is not"):
         config.dev_precision_curve(
             config.run_model_path(
@@ -193,7 +218,7 @@ def test_the_page_proposes_a_threshold_and_accepting_takes_only_what_it_said(cli
         {"run": scene.run.pk, "status": "pending", "min_confidence": "0.9"},
     )
     assert response.status_code == 302 and "min_confidence" not in response["Location"]
-    statuses = [ExtractedValue.objects.get(pk=v.pk).review_status for v in values]
+    statuses = [ExtractedValue.objects.get(pk=v.pk).review.status for v in values]
     assert statuses == ["pending", "pending", "accepted", "accepted", "rejected"]
     job = BulkAction.objects.get()
     assert job.filters["min_confidence"] == "0.9" and job.filters["status"] == "pending"

@@ -36,7 +36,7 @@ def row_html(client, value) -> str:
 def correct(client, value, text):
     return client.post(
         reverse("review:review_value", args=[value.pk]),
-        {"action": "correct", "version": value.version, "value": text},
+        {"action": "correct", "version": value.review.version, "value": text},
         HTTP_HX_REQUEST="true",
     )
 
@@ -73,7 +73,7 @@ def test_a_correction_outside_the_allowed_values_is_refused_and_nothing_is_store
         response.content.decode()
     )
     value.refresh_from_db()
-    assert (value.review_status, value.reviewed_value, value.version) == ("pending", "", 0)
+    assert (value.review.status, value.review.reviewed_value, value.review.version) == ("pending", "", 0)
     assert not ValueEvent.objects.exists() and not GoldValue.objects.exists()
 
 
@@ -92,7 +92,7 @@ def test_a_correction_is_stored_normalized(client_for, bob, scene, name, typed, 
     value = scene.by_name[name]
     assert correct(client_for(bob), value, typed).status_code == 200
     value.refresh_from_db()
-    assert (value.review_status, value.reviewed_value) == ("corrected", stored)
+    assert (value.review.status, value.review.reviewed_value) == ("corrected", stored)
     assert GoldValue.objects.get(source=value).value == stored
 
 
@@ -109,7 +109,7 @@ def test_a_value_its_type_cannot_hold_is_refused(client_for, bob, scene, name, t
     response = correct(client_for(bob), value, typed)
     assert response.status_code == 400 and reason in response.content.decode()
     value.refresh_from_db()
-    assert value.review_status == "pending"
+    assert value.review.status == "pending"
 
 
 def test_only_a_copied_value_is_flagged_when_the_text_does_not_hold_it(client_for, bob, scene):

@@ -8,6 +8,7 @@ for X; blind labels count for every run.
 import re
 
 import pytest
+from django.template.defaultfilters import floatformat
 from django.urls import reverse
 
 from extraction.engine import calibration, metric
@@ -173,4 +174,10 @@ def test_the_dashboard_draws_a_reliability_diagram_per_run_beside_the_ece(client
         assert figure.count('class="bar-label"') == 10  # a count under each of the 10 bins
         ece = re.search(rf'class="ece" data-run="{run.pk}" data-values="(\d+)" data-ece="([0-9.]+)"', body)
         assert int(ece.group(1)) == 12  # every value was given (none n/a), all judged
-    assert "95% interval" in body
+        # the interval shown is the one the cell carries, to the three places the page gives
+        low, high = re.search(
+            rf'class="f1" data-run="{run.pk}" data-f1="[0-9.]+" data-low="([0-9.]+)" data-high="([0-9.]+)"',
+            body,
+        ).groups()
+        shown = f'<span class="interval">95% interval {floatformat(float(low), 3)}–{floatformat(float(high), 3)}</span>'
+        assert shown in body
