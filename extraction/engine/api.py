@@ -28,7 +28,9 @@ from .layout import COMPOUND, FREE, NA, WORD, AttributeSpec, SchemaPrompt, doc_i
 __all__ = ["AttributeSpec", "BatchStats", "Document", "Extractor", "ValueResult", "default_model_dir"]
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-DECODERS = ("hpd", "ar", "fork", "pld")
+# ar-uncached: AR-JSON recomputing the instruction prefix for every product (the baseline before it
+# got the prefix cache HPD has; kept to measure what the cache is worth)
+DECODERS = ("hpd", "ar", "fork", "pld", "ar-uncached")
 PROMPT_LOOKUP_TOKENS = 10
 DEFAULT_BATCH = 16  # ar / fork rows per forward when the caller does not say
 LAYOUT_CANDIDATES = ((1, 16), (1, 64), (4, 4), (4, 16), (8, 2), (8, 8), (16, 1), (16, 4))  # (stack J, rows)
@@ -98,6 +100,8 @@ def calibration_temperatures(block, extractive: bool) -> dict[str, float]:
             temps[d] = float(t)
     if "fork" not in temps and "hpd" in temps:
         temps["fork"] = temps["hpd"]
+    if "ar" in temps:  # the same AR outputs, with or without the prefix cache
+        temps["ar-uncached"] = temps["ar"]
     return temps
 
 
@@ -366,11 +370,7 @@ class Extractor:
         decoded = hpd.decode(
             self.model, schema, pc, row_docs, R, self.pad_id, counters, extractive=spans is not None
         )
-        res: list[dict[str, ValueResult]] = [{} for _ in ids]
-        for r, vals in enumerate(decoded):
-            for (j, n), v in vals.items():
-                d = r // N if decoder == "fork" else r * J + j
-                res[d][names[n]] = self._value(v, schema.rules[n])
+        res = [{names[n]: self._value(v, schema.rules[n]) for n, v in vals.items()} for vals in decoded]
         stats = BatchStats(
             counters.forward_steps,
             counters.tokens_decoded,
@@ -397,9 +397,11 @@ class Extractor:
         lookup = PROMPT_LOOKUP_TOKENS if decoder == "pld" else None
         B = 1 if lookup else (batch or DEFAULT_BATCH)
         spans = None if lookup else spans  # prompt lookup stays unconstrained
+        prefix, spent = self.prefix_cache(schema) if decoder == "ar" else (None, 0)
         outs, forwards = generate_json(
-            self.model, self.tokenizer, schema, ids, B, prompt_lookup=lookup, spans=spans
+            self.model, self.tokenizer, schema, ids, B, prompt_lookup=lookup, spans=spans, prefix_cache=prefix
         )
+        forwards += spent
         rules = dict(zip((a.name for a in schema.attributes), schema.rules, strict=True))
         res = []
         for o in outs:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import torch
@@ -223,6 +224,26 @@ def left_pad(seqs: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, 
     return ids, mask
 
 
+def prompts(schema: SchemaPrompt, docs: list[list[int]], pad_id: int, device, after_prefix: bool):
+    """Batched AR-JSON prompts (layout.build_ar_prompt) -> input_ids, attention_mask [B, L].
+    after_prefix: the padding goes between the shared prefix and each document, so that every row
+    starts with the prefix (its cache, prefilled once, serves every row); generate derives the
+    positions from the mask, so each document still starts at position P, as in HPD."""
+    if not after_prefix:
+        return left_pad([build_ar_prompt(schema, d) for d in docs], pad_id, device)
+    ids, mask = left_pad(docs, pad_id, device)
+    P = len(schema.prefix_ids)
+    prefix = torch.tensor(schema.prefix_ids, device=device)[None].expand(len(docs), P)
+    return torch.cat([prefix, ids], 1), torch.cat([torch.ones_like(prefix), mask], 1)
+
+
+def prefix_rows(prefix_cache, rows: int):
+    """A fresh copy of the prefix cache (batch 1) for a batch of rows: generate extends it in place."""
+    cache = copy.deepcopy(prefix_cache)
+    cache.batch_repeat_interleave(rows)
+    return cache
+
+
 def value_confidences(
     tokenizer, gen: list[int], lps: list[float], text: str, names: list[str], values: dict[str, str | None]
 ) -> dict[str, ARValue]:
@@ -256,6 +277,7 @@ def generate_json(
     batch: int,
     prompt_lookup: int | None = None,
     spans: list[span.DocIndex | None] | None = None,
+    prefix_cache=None,
 ) -> tuple[list[AROutput], int]:
     """Greedy AR-JSON for every document -> (outputs, forward passes). prompt_lookup forces batch 1.
     spans: per document, extractive.doc_index of the product text (None entries when no attribute
@@ -263,9 +285,15 @@ def generate_json(
     slot constraint, by default a substring of its document or "n/a", read from the token ids);
     not with prompt_lookup. Confidences then come from the constrained
     scores (renormalized over the allowed tokens), as in HPD. Without spans the output is free and
-    parsed from its text (layout.parse_ar_json)."""
+    parsed from its text (layout.parse_ar_json). prefix_cache: the shared prefix prefilled once
+    (hpd.prefill_prefix), reused by every batch instead of recomputing the instruction per product,
+    as serving engines with prefix caching do; None: every prompt computed whole."""
     if spans is not None and prompt_lookup:
         raise ValueError("extractive decoding is not available with prompt lookup")
+    if prefix_cache is not None and prompt_lookup:
+        # transformers' assisted generation runs its first forward over the whole prompt and cannot
+        # start from a prefilled cache (it would see the prefix twice)
+        raise ValueError("prompt lookup cannot start from a prefix cache")
     device = next(model.parameters()).device
     names = [a.name for a in schema.attributes]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else schema.ar_eos
@@ -274,8 +302,10 @@ def generate_json(
     outs: list[AROutput] = []
     try:
         for i in range(0, len(docs), batch):
-            ids, mask = left_pad([build_ar_prompt(schema, d) for d in docs[i : i + batch]], pad_id, device)
+            ids, mask = prompts(schema, docs[i : i + batch], pad_id, device, prefix_cache is not None)
             kw = {"prompt_lookup_num_tokens": prompt_lookup} if prompt_lookup else {}
+            if prefix_cache is not None:
+                kw["cache"] = prefix_rows(prefix_cache, ids.shape[0])
             proc = None
             if spans is not None:
                 proc = ExtractiveProcessor(schema, spans[i : i + batch], ids.shape[1])

@@ -198,12 +198,13 @@ class DocLayout:
     slot_start: list[int]  # N: position of the first value token of slot n (p_n + 1)
 
 
-def doc_layout(schema: SchemaPrompt, doc: list[int], gaps: list[int] | None = None) -> DocLayout:
-    gaps = schema.gaps if gaps is None else gaps
+def doc_layout(schema: SchemaPrompt, doc: list[int], n_keys: int | None = None) -> DocLayout:
+    """The document, then keys 0..n_keys-1 (default: every key), each followed by its slot's gap."""
+    n = len(schema.key_ids) if n_keys is None else n_keys
     pos = len(schema.prefix_ids)
     ids, positions, key_end, slot_start = list(doc), list(range(pos, pos + len(doc))), [], []
     pos += len(doc)
-    for key, gap in zip(schema.key_ids, gaps, strict=True):
+    for key, gap in zip(schema.key_ids[:n], schema.gaps[:n], strict=True):
         ids += key
         positions += list(range(pos, pos + len(key)))
         pos += len(key)
@@ -226,11 +227,16 @@ class HPDLayout:
     slot_start: list[list[int]] = field(default_factory=list)  # [J][N] position of value n's first token
 
 
-def build_hpd_layout(schema: SchemaPrompt, docs: list[list[int]], with_prefix: bool = True) -> HPDLayout:
-    """Stack the documents (token ids from doc_ids) after one prefix.
+def build_hpd_layout(
+    schema: SchemaPrompt, docs: list[list[int]], with_prefix: bool = True, n_keys: list[int] | None = None
+) -> HPDLayout:
+    """Stack the documents (token ids from doc_ids) after one prefix: the one row builder of HPD
+    decoding (hpd.build_rows), the fork baseline and training (train.build_row).
 
     with_prefix=False leaves the prefix out of memory (it lives in a shared cache) but keeps its
     length in the positions; indices in key_end then count from the first document token.
+    n_keys: how many keys each document lays out (the fork baseline: keys 0..n for slot n);
+    default every key.
     """
     pre = schema.prefix_ids if with_prefix else []
     out = HPDLayout(
@@ -241,7 +247,7 @@ def build_hpd_layout(schema: SchemaPrompt, docs: list[list[int]], with_prefix: b
         len(schema.prefix_ids),
     )
     for j, doc in enumerate(docs):
-        part = doc_layout(schema, doc)
+        part = doc_layout(schema, doc, None if n_keys is None else n_keys[j])
         offset = len(out.input_ids)
         out.input_ids += part.input_ids
         out.position_ids += part.position_ids

@@ -25,11 +25,7 @@ def run_hpd(model, schema, docs, stack: int, rows: int, counters=None) -> list[l
         0,
         counters or hpd.Counters(),
     )
-    out = []
-    for r in decoded:
-        for j in sorted({j for j, _ in r}):
-            out.append([r[(j, n)] for n in range(len(schema.attributes))])
-    return out
+    return [[doc[n] for n in range(len(schema.attributes))] for doc in decoded]
 
 
 def frequent_terminator(model, schema, docs) -> int:
@@ -95,7 +91,7 @@ def test_forward_steps_are_the_longest_value_plus_one(tokenizer):
     pc = hpd.prefill_prefix(model, schema.prefix_ids, "cpu")
     counters = hpd.Counters()
     decoded = hpd.decode(model, schema, pc, hpd.hpd_rows(docs, 3, 3), 1, 0, counters)
-    longest = max(len(v.ids) for v in decoded[0].values())
+    longest = max(len(v.ids) for doc in decoded for v in doc.values())
     assert counters.forward_steps == longest + 1
 
 
@@ -106,9 +102,10 @@ def test_fork_rows_decode_the_same_values(tokenizer):
     forked = hpd.decode(model, schema, pc, hpd.fork_rows(docs, 3), 9, 0, counters)
     assert counters.rows_dropped > 0  # rows whose slot finished left the decode; values unchanged
     values = run_hpd(model, schema, docs, stack=2, rows=2)
-    for r, row in enumerate(forked):
-        d, n = divmod(r, 3)
-        assert row[(0, n)].ids == values[d][n].ids
+    assert [sorted(doc) for doc in forked] == [[0, 1, 2]] * len(docs)  # every value of every document
+    for d, doc in enumerate(forked):
+        for n, v in doc.items():
+            assert v.ids == values[d][n].ids
 
 
 # ---------------------------------------------------------------------------------- negative controls
