@@ -268,6 +268,32 @@ def value_confidences(
     return out
 
 
+def read_outputs(tokenizer, schema: SchemaPrompt, res, prompt_len: int, proc) -> list[AROutput]:
+    """One generate call's outputs -> AROutput per row: read from the token ids under the constraint
+    (proc: its ExtractiveProcessor), else parsed from the text."""
+    names = [a.name for a in schema.attributes]
+    new = res.sequences[:, prompt_len:]  # [B, T]
+    raw = res.scores if proc is not None else res.logits  # constrained scores when extractive
+    lp = torch.stack(raw, 1).float().log_softmax(-1) if raw else None  # [B, T, V]
+    outs = []
+    for b in range(new.shape[0]):
+        toks = new[b].tolist()
+        if schema.ar_eos in toks:
+            toks = toks[: toks.index(schema.ar_eos)]
+        if lp is not None and lp.shape[1] >= len(toks):
+            lps = lp[b, torch.arange(len(toks)), new[b, : len(toks)]].tolist()
+        else:  # assisted decoding may not return one logit row per token
+            lps = [0.0] * len(toks)
+        text = tokenizer.decode(toks, skip_special_tokens=True)
+        if proc is not None:
+            table = span.TokenTable.from_tokenizer(tokenizer)
+            vals = extractive_values(schema, table, toks, lps, proc.truncated[b])
+        else:
+            vals = value_confidences(tokenizer, toks, lps, text, names, parse_ar_json(text, names))
+        outs.append(AROutput(text, vals, len(toks)))
+    return outs
+
+
 @torch.no_grad()
 def generate_json(
     model,
@@ -295,7 +321,6 @@ def generate_json(
         # start from a prefilled cache (it would see the prefix twice)
         raise ValueError("prompt lookup cannot start from a prefix cache")
     device = next(model.parameters()).device
-    names = [a.name for a in schema.attributes]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else schema.ar_eos
     batch = 1 if prompt_lookup else batch
     counter = ForwardCounter(model)
@@ -321,25 +346,7 @@ def generate_json(
                 output_logits=True,
                 **kw,
             )
-            new = res.sequences[:, ids.shape[1] :]  # [B, T]
-            raw = res.scores if spans is not None else res.logits  # constrained scores when extractive
-            lp = torch.stack(raw, 1).float().log_softmax(-1) if raw else None  # [B, T, V]
-            for b in range(new.shape[0]):
-                toks = new[b].tolist()
-                if schema.ar_eos in toks:
-                    toks = toks[: toks.index(schema.ar_eos)]
-                if lp is not None and lp.shape[1] >= len(toks):
-                    lps = lp[b, torch.arange(len(toks)), new[b, : len(toks)]].tolist()
-                else:  # assisted decoding may not return one logit row per token
-                    lps = [0.0] * len(toks)
-                text = tokenizer.decode(toks, skip_special_tokens=True)
-                if proc is not None:
-                    table = span.TokenTable.from_tokenizer(tokenizer)
-                    vals = extractive_values(schema, table, toks, lps, proc.truncated[b])
-                else:
-                    parsed = parse_ar_json(text, names)
-                    vals = value_confidences(tokenizer, toks, lps, text, names, parsed)
-                outs.append(AROutput(text, vals, len(toks)))
+            outs += read_outputs(tokenizer, schema, res, ids.shape[1], proc)
     finally:
         counter.close()
     return outs, counter.count
