@@ -10,7 +10,7 @@ import torch
 from extraction.engine import ar, hpd, layout
 from extraction.engine.extractive import doc_index
 
-from .conftest import ATTRS, FAMILIES, TEXTS, tiny_model
+from .conftest import ATTRS, DEVICE, FAMILIES, TEXTS, tiny_model
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -21,7 +21,7 @@ def test_prefix_cached_ar_writes_what_uncached_ar_writes(tokenizer, family, cons
     docs = [layout.doc_ids(tokenizer, t) for t in TEXTS]
     assert len({len(d) for d in docs}) > 1  # mixed lengths: rows are padded after the prefix
     spans = [doc_index(tokenizer, t) for t in TEXTS] if constrained else None
-    prefix = hpd.prefill_prefix(model, schema.prefix_ids, "cpu")
+    prefix = hpd.prefill_prefix(model, schema.prefix_ids, DEVICE)
     with torch.inference_mode():
         whole, _ = ar.generate_json(model, tokenizer, schema, docs, 3, spans=spans)
         cached, _ = ar.generate_json(model, tokenizer, schema, docs, 3, spans=spans, prefix_cache=prefix)
@@ -37,7 +37,7 @@ def test_the_prefix_cache_is_not_changed_by_a_batch(tokenizer):
     model = tiny_model("llama", tokenizer)
     schema = layout.schema_prompt(tokenizer, ATTRS)
     docs = [layout.doc_ids(tokenizer, t) for t in TEXTS]
-    prefix = hpd.prefill_prefix(model, schema.prefix_ids, "cpu")
+    prefix = hpd.prefill_prefix(model, schema.prefix_ids, DEVICE)
     before = prefix.get_seq_length()
     with torch.inference_mode():
         first, _ = ar.generate_json(model, tokenizer, schema, docs, 2, prefix_cache=prefix)
@@ -49,7 +49,7 @@ def test_the_prefix_cache_is_not_changed_by_a_batch(tokenizer):
 def test_prompt_lookup_refuses_a_prefix_cache(tokenizer):
     model = tiny_model("llama", tokenizer)
     schema = layout.schema_prompt(tokenizer, ATTRS)
-    prefix = hpd.prefill_prefix(model, schema.prefix_ids, "cpu")
+    prefix = hpd.prefill_prefix(model, schema.prefix_ids, DEVICE)
     with pytest.raises(ValueError, match="prompt lookup cannot start from a prefix cache"):
         ar.generate_json(
             model, tokenizer, schema, [layout.doc_ids(tokenizer, TEXTS[0])], 1, 3, prefix_cache=prefix
