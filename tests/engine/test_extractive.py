@@ -328,3 +328,39 @@ def test_word_end_attributes_end_on_a_word_in_hpd_and_ar(tokenizer):
                 text = tokenizer.decode(v, skip_special_tokens=True).strip().encode()
                 assert doc.occurrences(text, COMPOUND), text
     assert checked > 0
+
+
+def first_tokens_by_scan(doc: DocIndex, rule: int) -> list[int]:
+    """DocIndex.first_tokens the slow way: every token of the vocabulary tested on its own."""
+    out = []
+    for tid, piece in enumerate(doc.table.stripped):
+        if piece is None:
+            continue
+        if piece == b"":
+            if doc.table.pieces[tid]:
+                out.append(tid)
+        elif piece in doc.data and doc.occurrences(piece, rule):
+            out.append(tid)
+    return out
+
+
+def test_first_tokens_from_the_trie_are_those_of_a_scan_of_the_whole_vocabulary():
+    # the default model's byte-level tokenizer (49k tokens), on real titles with compounds,
+    # numbers, punctuation and non-ASCII text
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained("models/slotwise-smollm2")
+    texts = [
+        "Lennix-M Men's Black/White High-Top Sneakers, Size 10.5 (EU 44)",
+        "Maxwell House Original Roast Ground Coffee, 30.6 oz. Canister",
+        "Crème brûlée 5.5\" — 2x 100ml L'Oréal Paris",
+        *TEXTS,
+    ]
+    checked = 0
+    for text in texts:
+        doc = doc_index(tokenizer, text)
+        for rule in (WORD, COMPOUND):
+            fast = doc.first_tokens(rule)
+            assert fast == first_tokens_by_scan(doc, rule), (text, rule)
+            checked += len(fast)
+    assert checked > 1000  # real vocabularies allow many first tokens per title
