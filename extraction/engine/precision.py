@@ -19,12 +19,14 @@ from . import data as ave
 from .api import Extractor, default_model_dir
 from .evaluate import Interleaved, Run, add_result, budgets, chunks, finish, groups, spread, table, write
 
-# name -> Extractor arguments (compile: torch.compile of the base model's forward, dynamic shapes)
+# name -> Extractor arguments (compile: torch.compile of the base model's forward, dynamic shapes;
+# float32-free: no slot constraint, what the constraint costs, interleaved like the rest)
 PRECISIONS = {
     "float32": {"dtype": "float32"},
     "bfloat16": {"dtype": "bfloat16"},
     "int8": {"dtype": "float32", "quantize": "int8"},
     "compile": {"dtype": "float32", "compile": True},
+    "float32-free": {"dtype": "float32", "extractive": False, "typed": False},
 }
 EQUAL_F1 = 0.005  # within half a point of float32's F1 counts as equal quality
 SETTINGS = {"hpd": {"stack": 1, "rows": 16}, "ar": {"batch": 16}}
@@ -97,7 +99,8 @@ def report(bench: Bench, decoders: list[str], precisions: list[str]) -> str | No
     table(rows)
     if "float32" not in precisions:
         return None
-    return max((p for p in precisions if ok[p]), key=lambda p: min(speed[p]))
+    candidates = [p for p in precisions if ok[p] and PRECISIONS[p].get("extractive", True)]
+    return max(candidates, key=lambda p: min(speed[p]))
 
 
 def run_precision(args: argparse.Namespace) -> int:

@@ -183,6 +183,14 @@ def test_auto_layout_is_measured_and_cached(extractor):
     assert stats.layout.startswith("stack=") and extractor.last_layout_costs
     assert all(cost > 0 for cost in extractor.last_layout_costs.values())
     assert len(extractor._layouts) == 1
+    # another category's schema with longer gaps, same bucket: no new probe, the same timings
+    # costed with its own largest gap (more decode steps per document)
+    first = dict(extractor.last_layout_costs)
+    longer = [AttributeSpec("Material", max_tokens=24), AttributeSpec("Size", max_tokens=20)]
+    extractor.extract(DOCS * 4, longer)
+    assert len(extractor._layouts) == 1
+    assert extractor.last_layout_costs.keys() == first.keys()
+    assert all(extractor.last_layout_costs[k] > first[k] for k in first)
 
 
 def test_int8_quantization_replaces_the_linear_layers_and_still_decodes(model_dir):
