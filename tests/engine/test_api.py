@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from extraction.__main__ import main
+from extraction.cli import main
 from extraction.engine.api import (
     AttributeSpec,
     BatchStats,

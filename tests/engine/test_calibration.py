@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from extraction.__main__ import main
+from extraction.cli import main
 from extraction.engine import calibration
 from extraction.engine.api import AttributeSpec, Document, Extractor, calibration_temperatures
 
