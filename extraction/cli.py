@@ -1,7 +1,9 @@
 """`python -m extraction <command>`: every subcommand's arguments, declared here and nowhere else.
 
-    evaluate   decoders side by side on an AVE file: quality and speed (engine/evaluate.py)
-    train      train the extraction model, or fine-tune --base (engine/train.py)
+    evaluate      decoders side by side on an AVE file: quality and speed (engine/evaluate.py)
+    train         train the extraction model, or fine-tune --base (engine/train.py)
+    precision     float32 / bfloat16 / int8 / compile interleaved, HPD and AR (engine/precision.py)
+    random-model  a random model of a published shape, speed only (engine/random_models.py)
 
 Each subcommand's arguments are added by the small functions under its name, in the order --help
 shows them; the subcommand's run function receives the parsed namespace.
@@ -16,6 +18,8 @@ from .engine import augment as aug
 from .engine.allocator import run_under_jemalloc
 from .engine.budgets import DEFAULT_BUDGET
 from .engine.evaluate import DEFAULT_DECODERS, run_evaluate
+from .engine.precision import PRECISIONS, run_precision
+from .engine.random_models import SHAPES
 from .engine.splits import DEFAULT_DATA, SPLITS_DIR
 from .engine.tokenizer_train import DEFAULT_VOCAB_SIZE
 from .engine.train import DEFAULT_OUT, TrainConfig, run_train
@@ -28,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     add_evaluate_parser(sub)
     add_train_parser(sub)
+    add_precision_parser(sub)
+    add_random_model_parser(sub)
     return parser
 
 
@@ -290,3 +296,46 @@ def train_loss_arguments(p: argparse.ArgumentParser) -> None:
         default=TrainConfig.autocast,
         help="bf16 autocast for the training forward (float32 master weights) or none",
     )
+
+
+# ---------------------------------------------------------------------------------- precision
+
+
+def add_precision_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "precision", help="float32 / bfloat16 / int8 / compile for HPD and AR, interleaved"
+    )
+    p.add_argument("--data", required=True, help="a dev file (JSONL)")
+    p.add_argument("--model", default=None, help="model directory (default: the bundled model)")
+    p.add_argument(
+        "--precisions", default="float32,bfloat16,int8", help=f"comma list of {','.join(PRECISIONS)}"
+    )
+    p.add_argument("--decoders", default="hpd,ar", help="comma list of hpd,ar")
+    p.add_argument("--sample", type=int, default=None, help="N products spread over the file (default all)")
+    p.add_argument("--chunk", type=int, default=16, help="products per chunk (one extract call)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.set_defaults(func=run_precision)
+    return p
+
+
+# ---------------------------------------------------------------------------------- random-model
+
+
+def add_random_model_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("random-model", help="write a randomly initialised model of a published shape")
+    p.add_argument("--shape", required=True, choices=sorted(SHAPES))
+    p.add_argument("--tokenizer", required=True, help="a model directory whose tokenizer it takes")
+    p.add_argument("--out", required=True, help="the model directory to write")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=run_random_model)
+    return p
+
+
+def run_random_model(args: argparse.Namespace) -> int:
+    import pathlib
+
+    from .engine.random_models import write_random_model
+
+    out = write_random_model(args.shape, pathlib.Path(args.tokenizer), pathlib.Path(args.out), args.seed)
+    sys.stdout.write(f"{out}: a random {args.shape} (speed only: its values are noise)\n")
+    return 0

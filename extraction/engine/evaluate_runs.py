@@ -14,7 +14,12 @@ from . import normalized_gold as ng
 from .api import LAYOUT_CANDIDATES, AttributeSpec, Document, Extractor
 from .metric import Report, is_na
 
-SWEEPS = {"ar": [1, 4, 16, 64], "fork": [1, 4, 16, 64], "pld": [1]}  # batch sizes each baseline tries
+SWEEPS = {
+    "ar": [1, 4, 16, 64],
+    "ar-uncached": [1, 4, 16, 64],
+    "fork": [1, 4, 16, 64],
+    "pld": [1],
+}  # batch sizes each baseline tries
 
 
 class PeakMemory:

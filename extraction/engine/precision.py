@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import pathlib
 import statistics
 from dataclasses import dataclass
 
 from . import data as ave
 from .api import Extractor, default_model_dir
-from .evaluate import Interleaved, Run, add_result, budgets, chunks, finish, groups, spread, table, write
+from .budgets import model_budgets
+from .evaluate_runs import Interleaved, Run, add_result, chunks, finish, groups, spread
+from .evaluate_tables import table, write
 
 # name -> Extractor arguments (compile: torch.compile of the base model's forward, dynamic shapes;
 # float32-free: no slot constraint, what the constraint costs, interleaved like the rest)
@@ -36,20 +39,6 @@ SETTINGS = {"hpd": {"stack": 1, "rows": 16}, "ar": {"batch": 16}}
 class Bench:
     runs: dict[str, Run]  # "decoder/precision" -> its run over every product
     timing: Interleaved
-
-
-def add_precision_parser(subparsers) -> None:
-    p = subparsers.add_parser("precision", help="float32 / bfloat16 / int8 / compile, interleaved")
-    p.add_argument("--data", required=True, help="a dev file (JSONL)")
-    p.add_argument("--model", default=None, help="model directory (default: the bundled model)")
-    p.add_argument(
-        "--precisions", default="float32,bfloat16,int8", help=f"comma list of {','.join(PRECISIONS)}"
-    )
-    p.add_argument("--decoders", default="hpd,ar", help="comma list of hpd,ar")
-    p.add_argument("--sample", type=int, default=None, help="N products spread over the file")
-    p.add_argument("--chunk", type=int, default=16, help="products per chunk (one extract call)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    p.set_defaults(func=run_precision)
 
 
 def load(name: str, model_dir) -> Extractor:
@@ -113,10 +102,12 @@ def run_precision(args: argparse.Namespace) -> int:
     unknown = [p for p in precisions if p not in PRECISIONS] + [d for d in decoders if d not in SETTINGS]
     if unknown:
         raise SystemExit(f"unknown precision or decoder: {', '.join(unknown)}")
+    if not pathlib.Path(args.data).is_file():
+        raise SystemExit(f"{args.data}: no such file")
     everything = ave.load(args.data)
     products = spread(everything, args.sample or 0)
     model_dir = args.model or default_model_dir()
-    grouped = groups(products, ave.schemas(everything), *budgets(model_dir, None))
+    grouped = groups(products, ave.schemas(everything), *model_budgets(model_dir))
     extractors = {p: load(p, args.model) for p in precisions}
     _, (_, docs, attrs) = next(iter(grouped.items()))
     for ex in extractors.values():  # warm-up: lazy initialisation, and compilation for "compile"
