@@ -94,7 +94,7 @@ class ExtractiveProcessor(LogitsProcessor):
     punctuation between values, '"}', eos), so a row can never stray from the format and a value
     can never hold JSON the model made up. Inside value n only the tokens its constraint state
     allows are allowed (HPD's rules; a free value: any token), at most max_tokens of them (HPD's
-    gap; layout.ar_target cuts training values there too): the value then must end
+    gap): the value then must end
     (truncated[b][n] records that the constrained model would have gone on), or finish a fixed
     path such as "n/a" when on its way through it (state.finishing(), value_budget). Without the
     terminator in AR, the end token (the next key's first token, '"') ends a value only where the

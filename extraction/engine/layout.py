@@ -258,43 +258,6 @@ def build_hpd_layout(
     return out
 
 
-@dataclass
-class HPDTrainingExample:
-    """An HPD prompt with every gold value appended (teacher forcing), for one forward pass."""
-
-    input_ids: list[int]  # [T]
-    position_ids: list[int]  # [T]
-    doc_ids: list[int]  # [T]
-    slot_ids: list[int]  # [T]
-    labels: list[int]  # [T] next-token target at each index, -100 where no loss
-
-
-def hpd_training_example(
-    tokenizer: Tokenizer, schema: SchemaPrompt, docs: list[str], values: list[list[str]]
-) -> HPDTrainingExample:
-    """values[j][n] = gold text of attribute n in document j (NA when absent).
-
-    Value n's tokens v1..vK are appended at positions p_n+1..p_n+K with slot id n; labels put v1 on
-    the last key token, v(i+1) on v(i), and the terminator on vK. Use masks.hpd_mask over
-    (position_ids, doc_ids, slot_ids) as the attention mask, exactly as at inference.
-    """
-    layout = build_hpd_layout(schema, [doc_ids(tokenizer, d) for d in docs])
-    ids, pos = list(layout.input_ids), list(layout.position_ids)
-    doc, slot = list(layout.doc_ids), list(layout.slot_ids)
-    labels = [-100] * len(ids)
-    for j, row in enumerate(values):
-        for n, text in enumerate(row):
-            target = value_ids(tokenizer, text, schema.terminator, schema.attributes[n].max_tokens)
-            labels[layout.key_end[j][n]] = target[0]
-            for k, tok in enumerate(target[:-1]):
-                ids.append(tok)
-                pos.append(layout.slot_start[j][n] + k)
-                doc.append(j)
-                slot.append(n)
-                labels.append(target[k + 1])
-    return HPDTrainingExample(ids, pos, doc, slot, labels)
-
-
 # ---------------------------------------------------------------------------------- AR-JSON layout
 
 
@@ -303,16 +266,36 @@ def build_ar_prompt(schema: SchemaPrompt, doc: list[int]) -> list[int]:
     return schema.prefix_ids + list(doc)
 
 
-def ar_target(tokenizer: Tokenizer, schema: SchemaPrompt, values: list[str]) -> list[int]:
-    """What the AR model should write after build_ar_prompt: keys and values, '"}', eos.
-    Each value keeps its terminator when that is VALUE_END (not eos): '"Brand": "Diesel<|eov|>", ...'."""
-    out: list[int] = []
-    keep = 0 if schema.value_end_in_ar else -1
-    for n, text in enumerate(values):
-        out += schema.key_ids[n]
-        ids = value_ids(tokenizer, text, schema.terminator, schema.attributes[n].max_tokens)
-        out += ids if keep == 0 else ids[:-1]
-    return out + schema.end_ids + [schema.ar_eos]
+@dataclass
+class ARTarget:
+    """What the AR model writes after build_ar_prompt: keys and values, '"}', eos."""
+
+    ids: list[int]
+    keep: list[bool]  # per id: carries loss (not the "n/a" placeholder of an unjudged attribute)
+    values: list[tuple[int, list[int]]]  # per judged value: (offset of its first id, its ids)
+
+
+def ar_target(tokenizer: Tokenizer, schema: SchemaPrompt, gold: dict[str, str | None]) -> ARTarget:
+    """The AR-JSON target for gold (attribute name -> value text, NA when absent, None or missing
+    when unjudged: written "n/a" without loss). Each value keeps its terminator when that is
+    VALUE_END (not eos), '"Brand": "Diesel<|eov|>", ...': HPD slot 0 and AR value 0 see the same
+    context, so both predict the same token after the value. Values are never cut (training
+    writes them whole; at inference ar.ExtractiveProcessor ends a value at its gap)."""
+    ids: list[int] = []
+    keep: list[bool] = []
+    values: list[tuple[int, list[int]]] = []
+    for n, spec in enumerate(schema.attributes):
+        value = gold.get(spec.name)
+        ids += schema.key_ids[n]
+        keep += [True] * len(schema.key_ids[n])
+        vids = value_ids(tokenizer, NA if value is None else value, schema.terminator)
+        vids = vids if schema.value_end_in_ar else vids[:-1]
+        if value is not None:
+            values.append((len(ids), vids))
+        ids += vids
+        keep += [value is not None] * len(vids)
+    tail = [*schema.end_ids, schema.ar_eos]
+    return ARTarget(ids + tail, keep + [True] * len(tail), values)
 
 
 def ar_max_new_tokens(schema: SchemaPrompt) -> int:

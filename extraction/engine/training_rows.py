@@ -31,7 +31,16 @@ import torch
 
 from . import augment as aug
 from . import extractive as span
-from .layout import NA, AttributeSpec, build_hpd_layout, doc_ids, schema_prompt, terminator_id, value_ids
+from .layout import (
+    NA,
+    AttributeSpec,
+    ar_target,
+    build_hpd_layout,
+    doc_ids,
+    schema_prompt,
+    terminator_id,
+    value_ids,
+)
 from .splits import IMPLICIT
 from .training_corpus import Corpus, Example, to_example
 
@@ -85,6 +94,18 @@ def value_choices(index, target: list[int], na: list[int], end: int) -> list[lis
     return out
 
 
+@dataclass
+class Appended:
+    """One HPD value teacher-forced after the documents: its tokens at their slot positions."""
+
+    ids: list[int]
+    positions: list[int]
+    doc: int
+    slot: int
+    labels: list[int]
+    choices: list[list[int]] | None
+
+
 def build_row(
     tokenizer, specs: list[AttributeSpec], hpd: list[Example], ar: list[Example], with_choices: bool = False
 ) -> Row:
@@ -96,101 +117,84 @@ def build_row(
     """
     schema = schema_prompt(tokenizer, specs)  # its terminator: VALUE_END (the bundled tokenizer has it)
     texts = [doc_ids(tokenizer, ex.text) for ex in hpd]
-    layout = build_hpd_layout(schema, texts)
-    ids, pos = list(layout.input_ids), list(layout.position_ids)
-    doc, slot = list(layout.doc_ids), list(layout.slot_ids)
-    labels = [IGNORE] * len(ids)
-    lm_labels = [IGNORE] * len(ids)
-    choices: dict[int, list[int]] = {}
+    lay = build_hpd_layout(schema, texts)  # the one row builder, as at inference
+    T = len(lay.input_ids)
+    row = Row(
+        input_ids=list(lay.input_ids),
+        position_ids=list(lay.position_ids),
+        doc_ids=list(lay.doc_ids),
+        slot_ids=list(lay.slot_ids),
+        labels=[IGNORE] * T,
+        n_hpd=len(hpd),
+        n_ar=len(ar),
+        lm_labels=[IGNORE] * T,
+    )
     for j, text in enumerate(texts):
-        first = layout.doc_ids.index(j)
-        lm_labels[first : first + len(text) - 1] = text[1:]
-    appended: list[tuple[list[int], list[int], list[int], list[int], list[int], list | None]] = []
-    for j, ex in enumerate(hpd):
-        index = span.doc_index(tokenizer, ex.text) if with_choices else None
-        for n, target in enumerate(hpd_values(tokenizer, specs, ex.gold, schema.terminator)):
-            if target is None:
-                continue
-            if len(target) - 1 > specs[n].max_tokens:
-                raise ValueError(f"value of {specs[n].name!r} longer than its gap")
-            labels[layout.key_end[j][n]] = target[0]
-            allowed = (
-                value_choices(index, target, schema.na_ids, schema.terminator) if index is not None else None
-            )
-            if allowed:
-                choices[layout.key_end[j][n]] = allowed[0]
-            k = len(target) - 1
-            appended.append(
-                (
-                    target[:-1],
-                    [layout.slot_start[j][n] + i for i in range(k)],
-                    [j] * k,
-                    [n] * k,
-                    target[1:],
-                    allowed[1:] if allowed else None,
-                )
-            )
-    # AR documents: own doc id, prompt slots, positions restart after the prefix
-    prefix_len = layout.prefix_len
+        first = lay.doc_ids.index(j)
+        row.lm_labels[first : first + len(text) - 1] = text[1:]
+    appended = [
+        v for j, ex in enumerate(hpd) for v in hpd_values_of(tokenizer, schema, lay, row, j, ex, with_choices)
+    ]
     for i, ex in enumerate(ar):
-        j = len(hpd) + i
-        prompt = doc_ids(tokenizer, ex.text)
-        target, tmask, spans = ar_target_masked(tokenizer, schema, specs, ex.gold)
-        if with_choices and schema.value_end_in_ar:
-            index = span.doc_index(tokenizer, ex.text)
-            first = len(ids) + len(prompt) - 1  # index whose label is target[0]
-            for at, vids in spans:
-                allowed = value_choices(index, vids, schema.na_ids, schema.terminator)
-                for i, a in enumerate(allowed or []):
-                    choices[first + at + i] = a
-        seq = prompt + target
-        lm_labels += prompt[1:] + [IGNORE] * (len(target) + 1)
-        ids += seq
-        pos += list(range(prefix_len, prefix_len + len(seq)))
-        doc += [j] * len(seq)
-        slot += [-1] * len(seq)
-        # label at index t = token t+1 of the sequence; only target tokens that are judged
-        tgt_labels = [tok if keep else IGNORE for tok, keep in zip(target, tmask, strict=True)]
-        labels += [IGNORE] * (len(prompt) - 1) + tgt_labels + [IGNORE]
-    for a_ids, a_pos, a_doc, a_slot, a_lab, a_choices in appended:
-        for i, a in enumerate(a_choices or []):
-            choices[len(ids) + i] = a
-        ids += a_ids
-        pos += a_pos
-        doc += a_doc
-        slot += a_slot
-        labels += a_lab
-        lm_labels += [IGNORE] * len(a_lab)
-    return Row(ids, pos, doc, slot, labels, len(hpd), len(ar), choices, lm_labels)
+        append_ar_document(tokenizer, schema, lay.prefix_len, row, len(hpd) + i, ex, with_choices)
+    for value in appended:
+        for i, allowed in enumerate(value.choices or []):
+            row.choices[len(row.input_ids) + i] = allowed
+        row.input_ids += value.ids
+        row.position_ids += value.positions
+        row.doc_ids += [value.doc] * len(value.ids)
+        row.slot_ids += [value.slot] * len(value.ids)
+        row.labels += value.labels
+        row.lm_labels += [IGNORE] * len(value.labels)
+    return row
 
 
-def ar_target_masked(tokenizer, schema, specs: list[AttributeSpec], gold: dict[str, str | None]):
-    """layout.ar_target with a loss mask: value tokens of unjudged attributes carry no loss (their
-    text is "n/a" as a placeholder). Same ids as layout.ar_target for fully judged records.
+def hpd_values_of(
+    tokenizer, schema, lay, row: Row, j: int, ex: Example, with_choices: bool
+) -> list[Appended]:
+    """HPD document j's judged values: the first token's label on its key's last token (in row),
+    the rest to append after the documents."""
+    specs = schema.attributes
+    index = span.doc_index(tokenizer, ex.text) if with_choices else None
+    out = []
+    for n, target in enumerate(hpd_values(tokenizer, specs, ex.gold, schema.terminator)):
+        if target is None:
+            continue
+        if len(target) - 1 > specs[n].max_tokens:
+            raise ValueError(f"value of {specs[n].name!r} longer than its gap")
+        row.labels[lay.key_end[j][n]] = target[0]
+        allowed = (
+            value_choices(index, target, schema.na_ids, schema.terminator) if index is not None else None
+        )
+        if allowed:
+            row.choices[lay.key_end[j][n]] = allowed[0]
+        k = len(target) - 1
+        positions = [lay.slot_start[j][n] + i for i in range(k)]
+        out.append(Appended(target[:-1], positions, j, n, target[1:], allowed[1:] if allowed else None))
+    return out
 
-    A value keeps its terminator in AR-JSON too when the terminator is a dedicated value-end token
-    (not eos): HPD slot 0 and AR value 0 see the same context, so both must predict the same token
-    after the value. The object ends with '"}' and eos.
 
-    Also returns, per judged value, (offset of its first token in the target, its ids)."""
-    eos = tokenizer.eos_token_id
-    keep_term = schema.terminator != eos
-    out: list[int] = []
-    keep: list[bool] = []
-    spans: list[tuple[int, list[int]]] = []
-    for n, spec in enumerate(specs):
-        value = gold.get(spec.name)
-        out += schema.key_ids[n]
-        keep += [True] * len(schema.key_ids[n])
-        vids = value_ids(tokenizer, NA if value is None else value, schema.terminator)
-        vids = vids if keep_term else vids[:-1]
-        if value is not None:
-            spans.append((len(out), vids))
-        out += vids
-        keep += [value is not None] * len(vids)
-    out += schema.end_ids + [eos]
-    keep += [True] * (len(schema.end_ids) + 1)
-    return out, keep, spans
+def append_ar_document(tokenizer, schema, prefix_len: int, row: Row, j: int, ex: Example, with_choices: bool):
+    """An AR document: its own doc id, prompt slots, positions restarting after the prefix; loss on
+    the judged tokens of its JSON target (layout.ar_target)."""
+    prompt = doc_ids(tokenizer, ex.text)
+    target = ar_target(tokenizer, schema, ex.gold)
+    if with_choices and schema.value_end_in_ar:
+        index = span.doc_index(tokenizer, ex.text)
+        first = len(row.input_ids) + len(prompt) - 1  # index whose label is target.ids[0]
+        for at, vids in target.values:
+            allowed = value_choices(index, vids, schema.na_ids, schema.terminator)
+            for i, a in enumerate(allowed or []):
+                row.choices[first + at + i] = a
+    seq = prompt + target.ids
+    row.lm_labels += prompt[1:] + [IGNORE] * (len(target.ids) + 1)
+    row.input_ids += seq
+    row.position_ids += list(range(prefix_len, prefix_len + len(seq)))
+    row.doc_ids += [j] * len(seq)
+    row.slot_ids += [-1] * len(seq)
+    # label at index t = token t+1 of the sequence; only target tokens that are judged
+    judged = [tok if keep else IGNORE for tok, keep in zip(target.ids, target.keep, strict=True)]
+    row.labels += [IGNORE] * (len(prompt) - 1) + judged + [IGNORE]
 
 
 def collate(rows: list[Row], pad_id: int, vocab_size: int | None = None) -> dict[str, torch.Tensor]:

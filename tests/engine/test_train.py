@@ -172,7 +172,7 @@ def test_ar_part_equals_plain_causal_forward(tokenizer):
         logits, labels = training_logits(model, batch, only_labeled=False)
     schema = schema_prompt(tokenizer, specs)
     prompt = build_ar_prompt(schema, doc_ids(tokenizer, ex.text))
-    target = ar_target(tokenizer, schema, [ex.gold[n] for n in NAMES])
+    target = ar_target(tokenizer, schema, {n: ex.gold[n] for n in NAMES}).ids
     seq = torch.tensor([prompt + target])
     with torch.no_grad():
         ref = model(input_ids=seq).logits[0].float()
