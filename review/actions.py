@@ -9,12 +9,12 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from extraction.domain import NA
 from extraction.models import ExtractedValue
 from extraction.normalize import checked_value
 from review.gold import sync_gold
 from review.models import GoldValue, ValueEvent
 
-NA = "n/a"
 MAX_VALUE_LENGTH = 500
 Status = ExtractedValue.ReviewStatus
 Action = ValueEvent.Action

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import pathlib
 import time
 from dataclasses import dataclass
@@ -68,10 +67,10 @@ class BatchStats:
 
 
 def default_model_dir() -> pathlib.Path:
-    """SLOTWISE_MODEL_DIR, else the default model that `make model` assembles from the pretrained
-    base and the committed artifact (base_model.MODEL_DIR)."""
-    env = os.environ.get("SLOTWISE_MODEL_DIR")
-    return pathlib.Path(env) if env else MODEL_DIR
+    """The default model that `make model` assembles from the pretrained base and the committed
+    artifact (base_model.MODEL_DIR). The engine never reads the environment: a caller that wants
+    another model passes its directory (the workers: settings.SLOTWISE_MODEL_DIR)."""
+    return MODEL_DIR
 
 
 def model_settings(model_dir: str | pathlib.Path) -> dict:

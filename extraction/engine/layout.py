@@ -24,11 +24,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from extraction.domain import NA  # absent attribute
+
 # where a value may start / end in extractive decoding (extractive.DocIndex.word_start / word_end):
 # anywhere, at a word boundary, or at a boundary of words joined by - / ' . ("Lennix-M", "5.5")
 FREE, WORD, COMPOUND = 0, 1, 2
 
-NA = "n/a"  # absent attribute
 VALUE_END = (
     "<|eov|>"  # the value terminator when the tokenizer has it (else eos), in HPD slots and AR-JSON alike
 )

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from extraction.cli import main
-from extraction.engine import calibration
+from extraction.engine import api, calibration
 from extraction.engine.api import AttributeSpec, Document, Extractor, calibration_temperatures
 
 from .conftest import TEXTS
@@ -198,7 +198,7 @@ def test_wilson_interval_and_the_precision_curve():
 
 
 def test_fit_calibration_refuses_the_random_standin(tmp_path, monkeypatch):
-    monkeypatch.setenv("SLOTWISE_MODEL_DIR", str(tmp_path / "none"))
+    monkeypatch.setattr(api, "MODEL_DIR", tmp_path / "none")  # no made model: the random stand-in
     data = tmp_path / "d.jsonl"
     data.write_text(
         json.dumps({"input": TEXTS[0], "category": "S", "target_scores": {"Brand": {"Diesel": 1}}})

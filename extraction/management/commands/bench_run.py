@@ -18,9 +18,10 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from extraction import config, drill, worker_processes
+from extraction import config, drill
 from extraction.models import Run
 from extraction.services import RunRequest, do_start_run
+from extraction.worker import processes as worker_processes
 
 MAX_OVERHEAD = 0.15
 
@@ -30,7 +31,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--products", type=int, default=1000)
-        parser.add_argument("--batch-size", type=int, default=None, help=f"default {config.batch_size()}")
+        parser.add_argument(
+            "--batch-size", type=int, default=None, help=f"default {settings.EXTRACTION_BATCH_SIZE}"
+        )
         parser.add_argument(
             "--stack", type=int, default=None, help="documents per HPD prompt (default: engine's choice)"
         )
@@ -45,7 +48,7 @@ class Command(BaseCommand):
     ):
         if products < 1:
             raise CommandError("--products must be at least 1")
-        batch_size = batch_size or config.batch_size()
+        batch_size = batch_size or settings.EXTRACTION_BATCH_SIZE
         catalog = drill.drill_catalog(f"Bench ({products} products)", products)
         warmup = drill.drill_catalog(f"Bench warm-up ({batch_size} products)", batch_size)
         request = {"decoder": decoder, "batch_size": batch_size, "stack": stack}
@@ -98,8 +101,8 @@ class Command(BaseCommand):
 
     def _engine_alone(self, catalog, request: dict) -> float:
         """The engine on the same products, in the worker's batches, in this process."""
-        from extraction import decoding
         from extraction.engine.api import Document
+        from extraction.worker import decoding
 
         extractor = decoding.extractor_for(config.BUNDLED, settings.SLOTWISE_DEVICE)
         products = list(catalog.products.order_by("id"))
@@ -123,7 +126,7 @@ class Command(BaseCommand):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             run.refresh_from_db()
-            if run.status not in Run.ACTIVE_STATUSES:
+            if not run.is_active:
                 if run.status != Run.Status.DONE:
                     raise CommandError(f"run {run.id} ended {run.status}: {run.error}")
                 return run

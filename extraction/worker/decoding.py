@@ -7,9 +7,12 @@ alone too, reported failed with the error; the other products of its batch are n
 
 import logging
 import time
+from pathlib import Path
+
+from django.conf import settings
 
 from extraction import config
-from extraction.leases import BatchTotals, ItemOutcome
+from extraction.worker.leases import BatchTotals, ItemOutcome
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +34,14 @@ def extractor_for(model_dir: str, device: str):
     """The process-wide Extractor for a model directory ("" = the bundled model), loaded once.
 
     A failed load is remembered: the same process tries that model again only after
-    config.load_retry_seconds() (LoadFailedRecently until then), so the reaper's wake-ups do not
+    settings.EXTRACTION_LOAD_RETRY_SECONDS (LoadFailedRecently until then), so the reaper's wake-ups do not
     make it reload a broken model over and over while other workers could serve the run.
     """
     key = (model_dir, device)
     if key in _EXTRACTORS:
         return _EXTRACTORS[key]
     failed_at = _LOAD_FAILED_AT.get(key)
-    if failed_at is not None and time.monotonic() - failed_at < config.load_retry_seconds():
+    if failed_at is not None and time.monotonic() - failed_at < settings.EXTRACTION_LOAD_RETRY_SECONDS:
         raise LoadFailedRecently(f"model {model_dir or '(bundled)'} failed to load here moments ago")
     import torch
 
@@ -48,12 +51,22 @@ def extractor_for(model_dir: str, device: str):
         "loading model %s on %s (%d torch threads)", model_dir or "(bundled)", device, torch.get_num_threads()
     )
     try:
-        _EXTRACTORS[key] = Extractor(model_dir=model_dir or None, device=device)
+        _EXTRACTORS[key] = Extractor(model_dir=engine_model_dir(model_dir), device=device)
     except Exception:
         _LOAD_FAILED_AT[key] = time.monotonic()
         raise
     _LOAD_FAILED_AT.pop(key, None)
     return _EXTRACTORS[key]
+
+
+def engine_model_dir(model_dir: str) -> str | None:
+    """The directory the engine is handed for a run's model_dir. The bundled model is
+    settings.SLOTWISE_MODEL_DIR; while that holds no model yet, None: the engine's default, a random
+    stand-in when `make model` has not run (what the run form says the workers use)."""
+    if model_dir != config.BUNDLED:
+        return model_dir
+    configured = settings.SLOTWISE_MODEL_DIR
+    return configured if config.has_model(Path(configured)) else None
 
 
 def attribute_specs(schema_id: int) -> list:

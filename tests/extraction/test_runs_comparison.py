@@ -4,7 +4,8 @@ review queue's disagreement sort and the A/B panel."""
 import pytest
 
 from evaluation.systems import Pair
-from extraction.comparison import agreement_by_attribute, disagreements, values_agree
+from extraction.comparison import agreement_by_attribute, disagreements
+from extraction.domain import values_agree
 from extraction.models import Run
 from review.filters import QueueFilter
 from tests.support.factories import link_runs, make_run, make_scenario, make_values

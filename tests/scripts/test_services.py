@@ -12,8 +12,10 @@ import pytest
 from django.conf import settings
 from django.db import connection, connections
 
-from scripts import services
-from scripts.services import Checkout, Ports, ServicesError
+from scripts.local_services import checkout as checkout_files
+from scripts.local_services import owners, postgres_server, redis_server
+from scripts.local_services import ports as local_ports
+from scripts.local_services.checkout import Checkout, Ports, ServicesError
 from tests.support.test_database import drop_leftover_test_database
 
 
@@ -55,86 +57,86 @@ def listening():
 
 def test_two_checkouts_get_different_ports_and_each_keeps_its_own(tmp_path):
     first, second = make_checkout(tmp_path / "one"), make_checkout(tmp_path / "two")
-    ports_one, ports_two = services.ports(first), services.ports(second)
+    ports_one, ports_two = local_ports.ports(first), local_ports.ports(second)
 
     assert ports_one != ports_two
     assert {ports_one.pg, ports_one.redis}.isdisjoint({ports_two.pg, ports_two.redis})
     assert ports_one.redis == ports_one.pg + 1
-    assert ports_one.pg not in services.LEGACY_PORTS  # a new checkout never takes the old ports
+    assert ports_one.pg not in local_ports.LEGACY_PORTS  # a new checkout never takes the old ports
     assert first.ports_file.read_text() == f'{{"pg": {ports_one.pg}, "redis": {ports_one.redis}}}\n'
-    assert services.ports(first) == ports_one  # recorded, not chosen again
+    assert local_ports.ports(first) == ports_one  # recorded, not chosen again
 
 
 def test_a_taken_port_is_skipped_when_ports_are_chosen(tmp_path, listening):
     checkout = make_checkout(tmp_path / "c")
-    own_pg, own_redis = next(services.hashed_pairs(checkout.root))
+    own_pg, own_redis = next(local_ports.hashed_pairs(checkout.root))
     listening(own_redis)
 
-    chosen = services.ports(checkout)
+    chosen = local_ports.ports(checkout)
     assert chosen.pg != own_pg and chosen.redis != own_redis
-    assert (chosen.pg, chosen.redis) in list(services.hashed_pairs(checkout.root))
+    assert (chosen.pg, chosen.redis) in list(local_ports.hashed_pairs(checkout.root))
 
 
 def test_a_checkout_with_data_from_before_keeps_the_old_ports_unless_taken(tmp_path, monkeypatch, listening):
     legacy = (free_port(), free_port())
-    monkeypatch.setattr(services, "LEGACY_PORTS", legacy)
+    monkeypatch.setattr(local_ports, "LEGACY_PORTS", legacy)
     old = make_checkout(tmp_path / "old")
     old.pgdata.mkdir(parents=True)
     (old.pgdata / "PG_VERSION").write_text("16\n")
-    assert services.ports(old) == Ports(*legacy)
+    assert local_ports.ports(old) == Ports(*legacy)
 
     other = make_checkout(tmp_path / "other")
     other.pgdata.mkdir(parents=True)
     (other.pgdata / "PG_VERSION").write_text("16\n")
     listening(legacy[0])  # the first checkout's PostgreSQL, say
-    assert services.ports(other) == Ports(*next(services.hashed_pairs(other.root)))
+    assert local_ports.ports(other) == Ports(*next(local_ports.hashed_pairs(other.root)))
 
 
 def test_it_refuses_another_checkouts_redis_and_names_it(tmp_path):
     owner, intruder = make_checkout(tmp_path / "owner"), make_checkout(tmp_path / "intruder")
     port = free_port()
-    services.redis_up(owner, port)
+    redis_server.redis_up(owner, port)
     try:
         with pytest.raises(ServicesError) as refused:
-            services.redis_up(intruder, port)
+            redis_server.redis_up(intruder, port)
         message = str(refused.value)
         assert f"Redis on port {port} is not this checkout's ({intruder.root})" in message
         assert f"it belongs to the checkout {owner.root} (its data: {owner.redis_dir})" in message
         assert f"cd {owner.root} && make services-down" in message
         assert f"rm {intruder.ports_file}" in message
 
-        services.redis_down(intruder)  # stops only its own: the owner's keeps answering
-        assert services.is_ours(services.redis_on(port), owner.redis_dir, services.redis_pid(owner))
+        redis_server.redis_down(intruder)  # stops only its own: the owner's keeps answering
+        assert owners.is_ours(owners.redis_on(port), owner.redis_dir, checkout_files.redis_pid(owner))
     finally:
-        services.redis_down(owner)
-    assert services.port_is_free(port)
+        redis_server.redis_down(owner)
+    assert owners.port_is_free(port)
 
 
 def test_it_refuses_a_postgresql_that_runs_from_another_checkouts_data(tmp_path):
     """The test run's own PostgreSQL is, for a checkout in a temp dir, someone else's."""
     db = settings.DATABASES["default"]
-    listener = services.postgres_on(int(db["PORT"] or 5432))
+    listener = owners.postgres_on(int(db["PORT"] or 5432))
     if db["HOST"] not in {"127.0.0.1", "localhost"} or listener is None or listener.data_dir is None:
         pytest.skip("DATABASE_URL is not a local PostgreSQL started by scripts/services.py")
     intruder = make_checkout(tmp_path / "intruder")
     with pytest.raises(ServicesError, match=f"its data: {listener.data_dir}"):
-        services.pg_up(intruder, listener.port)
+        postgres_server.pg_up(intruder, listener.port)
     assert not intruder.pgdata.exists()  # refused before anything was made or started
 
 
 def test_it_restarts_no_postgresql_but_its_own(tmp_path):
     """The fault drill's restart-postgres, asked by a checkout whose server this is not."""
     db = settings.DATABASES["default"]
-    listener = services.postgres_on(int(db["PORT"] or 5432))
+    listener = owners.postgres_on(int(db["PORT"] or 5432))
     if db["HOST"] not in {"127.0.0.1", "localhost"} or listener is None or listener.data_dir is None:
         pytest.skip("DATABASE_URL is not a local PostgreSQL started by scripts/services.py")
     intruder = make_checkout(tmp_path / "intruder")
-    postmaster = services._pid_in(listener.data_dir / "postmaster.pid")
+    postmaster = checkout_files._pid_in(listener.data_dir / "postmaster.pid")
     with pytest.raises(ServicesError, match="is not this checkout's running server: not restarted"):
-        services.pg_restart(intruder, listener.port)
+        postgres_server.pg_restart(intruder, listener.port)
     # the same server answers, never stopped: its postmaster is the one from before
-    assert services.postgres_on(listener.port).data_dir == listener.data_dir
-    assert services._pid_in(listener.data_dir / "postmaster.pid") == postmaster
+    assert owners.postgres_on(listener.port).data_dir == listener.data_dir
+    assert checkout_files._pid_in(listener.data_dir / "postmaster.pid") == postmaster
 
 
 def test_a_leftover_test_database_is_dropped_with_its_connections(django_db_blocker):
@@ -160,8 +162,8 @@ def test_a_broken_record_or_port_is_named(tmp_path, monkeypatch):
     checkout.data.mkdir()
     checkout.ports_file.write_text('{"pg": 16001}')
     with pytest.raises(ServicesError, match=r"ports.json is not \{\"pg\": PORT, \"redis\": PORT\}: fix it"):
-        services.ports(checkout)
+        local_ports.ports(checkout)
     checkout.ports_file.unlink()
     monkeypatch.setenv("SLOTWISE_PG_PORT", "54x")
     with pytest.raises(ServicesError, match="SLOTWISE_PG_PORT='54x' is not a port number"):
-        services.ports(checkout)
+        local_ports.ports(checkout)

@@ -16,14 +16,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Min
 from django.utils import timezone
 
 from catalog.models import Attribute
-from extraction import config, incidents
 from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.normalize import normalize_value
+from extraction.worker import incidents
 
 
 @dataclass
@@ -46,7 +47,7 @@ class BatchTotals:
 
 def lease_batch(run_id: int, owner: str, size: int, lease_seconds: int | None = None) -> list[WorkItem]:
     """Lease up to `size` takeable items of one schema version to `owner`; [] when none is left."""
-    lease_seconds = lease_seconds or config.lease_seconds()
+    lease_seconds = lease_seconds or settings.EXTRACTION_LEASE_SECONDS
     now = timezone.now()
     # The first lease starts the run; its own statement, so leasing itself never waits on the run row.
     Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).update(status=Run.Status.RUNNING, started_at=now)
@@ -55,11 +56,7 @@ def lease_batch(run_id: int, owner: str, size: int, lease_seconds: int | None = 
             return []
         locked = WorkItem.objects.select_for_update(skip_locked=True).filter(run_id=run_id)
         # Expired leases first: they are the oldest work of the run.
-        items = list(
-            locked.filter(status=WorkItem.Status.LEASED, lease_expires_at__lt=now).order_by(
-                "schema_id", "id"
-            )[:size]
-        )
+        items = list(locked.filter(WorkItem.lease_expired(now)).order_by("schema_id", "id")[:size])
         if not items:
             items = list(locked.filter(status=WorkItem.Status.QUEUED).order_by("schema_id", "id")[:size])
         items = [item for item in items if item.schema_id == items[0].schema_id] if items else []
@@ -81,7 +78,7 @@ def lease_batch(run_id: int, owner: str, size: int, lease_seconds: int | None = 
 
 def renew_leases(item_ids: list[int], owner: str, lease_seconds: int | None = None) -> int:
     """Push the expiry of our leased items forward; returns how many are still ours."""
-    expires = timezone.now() + timedelta(seconds=lease_seconds or config.lease_seconds())
+    expires = timezone.now() + timedelta(seconds=lease_seconds or settings.EXTRACTION_LEASE_SECONDS)
     return WorkItem.objects.filter(id__in=item_ids, lease_owner=owner, status=WorkItem.Status.LEASED).update(
         lease_expires_at=expires
     )
@@ -147,8 +144,8 @@ def record_results(
                 unique_fields=["run", "product", "attribute"],
                 update_fields=["raw_text", "value", "confidence", "truncated", "steps"],
             )
-            if config.drill_write_pause_seconds():
-                time.sleep(config.drill_write_pause_seconds())  # the drill kills the worker here
+            if settings.EXTRACTION_DRILL_WRITE_PAUSE_SECONDS:
+                time.sleep(settings.EXTRACTION_DRILL_WRITE_PAUSE_SECONDS)  # the drill kills the worker here
         finished = {"lease_expires_at": None, "finished_at": now, "done_by": owner, "writes": F("writes") + 1}
         WorkItem.objects.filter(id__in=done_ids).update(status=WorkItem.Status.DONE, error="", **finished)
         for item_id, error in failed:
@@ -185,7 +182,7 @@ def release_expired_leases(now=None) -> int:
     with transaction.atomic():
         expired = (
             WorkItem.objects.select_for_update(skip_locked=True, of=("self",))
-            .filter(status=WorkItem.Status.LEASED, lease_expires_at__lt=now)
+            .filter(WorkItem.lease_expired(now))
             .values_list("id", "run_id", "run__status", "lease_owner")
         )
         by_run: dict[tuple[int, str], list[int]] = defaultdict(list)
@@ -242,7 +239,7 @@ class Waiting:
 def why_nothing_to_lease(run_id: int) -> Waiting:
     now = timezone.now()
     run = Run.objects.filter(pk=run_id).only("status").first()
-    if run is None or run.status not in Run.ACTIVE_STATUSES:
+    if run is None or not run.is_active:
         return Waiting(True, None)
     leased = WorkItem.objects.filter(run_id=run_id, status=WorkItem.Status.LEASED)
     if (

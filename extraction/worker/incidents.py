@@ -1,7 +1,7 @@
 """What interrupted a run and how it recovered, in words the run page shows (RunIncident rows).
 
 Written where the recovery happens: a worker taking over a dead worker's batch (leases), the reaper
-giving one back, a worker that lost PostgreSQL and reconnected (processing).
+giving one back, a worker that lost PostgreSQL and reconnected (loop).
 """
 
 from extraction.models import RunIncident

@@ -5,7 +5,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from evaluation.models import Assignment, Vote
-from evaluation.voting import VoteError, do_cast_vote, next_item, progress_of
+from evaluation.voting import VoteError, do_cast_vote, item_to_show, next_item, progress_of
 from tests.support.ab_factories import make_campaign, make_two_runs
 from tests.support.personas import make_persona
 
@@ -80,6 +80,22 @@ def test_the_same_item_comes_back_until_the_rater_votes(campaign, carol, dave):
     do_cast_vote(campaign, carol, first.token, "b", "B has the right size")
     assert next_item(campaign, carol) != first
     assert Assignment.objects.get(item=first, rater=carol).completed_at is not None
+
+
+def test_the_rating_page_changes_nothing_on_a_get(client_for, campaign, carol, dave):
+    client = client_for(carol)
+    shown = item_to_show(campaign, carol)
+    page = client.get(reverse("evaluation:rate", args=[campaign.pk])).content.decode()
+    assert f'name="item" value="{shown.token}"' in page
+    assert not Assignment.objects.exists()  # looking takes no place among an item's raters
+    assert next_item(campaign, carol) == shown  # the vote's POST hands out the item the page showed
+    # a held item that others filled meanwhile is skipped by the page and left for the POST to drop
+    do_cast_vote(campaign, dave, shown.token, "a")
+    do_cast_vote(campaign, make_persona("erin", "rater"), shown.token, "b")
+    assert item_to_show(campaign, carol) != shown
+    assert Assignment.objects.filter(item=shown, rater=carol).exists()
+    assert next_item(campaign, carol) != shown
+    assert not Assignment.objects.filter(item=shown, rater=carol).exists()
 
 
 def test_the_rater_sees_their_own_progress(client_for, campaign, carol):

@@ -9,9 +9,16 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from catalog.models import Category, Product
-from extraction.leases import ItemOutcome, lease_batch, record_results, renew_leases, why_nothing_to_lease
 from extraction.models import ExtractedValue, Run, WorkItem
-from extraction.services import RunRefused, RunRequest, do_cancel_run, do_start_run, progress
+from extraction.progress import progress
+from extraction.services import RunRefused, RunRequest, do_cancel_run, do_start_run
+from extraction.worker.leases import (
+    ItemOutcome,
+    lease_batch,
+    record_results,
+    renew_leases,
+    why_nothing_to_lease,
+)
 from tests.support.runs_catalog import make_catalog
 
 

@@ -13,8 +13,11 @@ import time
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
-from extraction import config, decoding, incidents
-from extraction.leases import (
+from extraction.models import Run
+from extraction.services import kick_run
+from extraction.worker import decoding, incidents
+from extraction.worker.failures import do_record_load_failure
+from extraction.worker.leases import (
     ItemOutcome,
     lease_batch,
     next_run_with_takeable_work,
@@ -24,8 +27,6 @@ from extraction.leases import (
     set_model,
     why_nothing_to_lease,
 )
-from extraction.models import Run
-from extraction.services import do_record_load_failure, kick_run
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def process_runs(run_id: int | None, owner: str, seconds: float | None = None) -
     task sends itself again for it), so a warm shutdown waits one slice, not a whole run, and runs
     queued meanwhile get their turn. None: no work is left.
     """
-    until = time.monotonic() + (seconds or config.task_seconds())
+    until = time.monotonic() + (seconds or settings.EXTRACTION_TASK_SECONDS)
     worked: set[int] = set()
     current = run_id if run_id is not None else next_run_with_takeable_work(exclude=worked)
     while current is not None:
@@ -91,7 +92,7 @@ def hand_back_after_load_failure(run: Run, owner: str, error: str) -> None:
 
 def wait_for_database() -> float:
     """Reconnect until PostgreSQL answers; returns the seconds it took. Raises the last error after
-    config.database_wait_seconds() (the task is then retried by Celery)."""
+    settings.EXTRACTION_DATABASE_WAIT_SECONDS (the task is then retried by Celery)."""
     started = time.monotonic()
     while True:
         connection.close()
@@ -99,7 +100,7 @@ def wait_for_database() -> float:
             connection.ensure_connection()
             return time.monotonic() - started
         except DATABASE_ERRORS:
-            if time.monotonic() - started > config.database_wait_seconds():
+            if time.monotonic() - started > settings.EXTRACTION_DATABASE_WAIT_SECONDS:
                 raise
             time.sleep(RECONNECT_INTERVAL_SECONDS)
 
@@ -117,7 +118,7 @@ def recover_from_database_loss(run_id: int, owner: str, item_ids: list[int], exc
 def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
     """Lease, decode and record batches of the run until it is over (True) or `until` (False)."""
     run = Run.objects.filter(pk=run_id).first()
-    if run is None or run.status not in Run.ACTIVE_STATUSES:
+    if run is None or not run.is_active:
         return True
     device = settings.SLOTWISE_DEVICE
     try:
@@ -138,8 +139,8 @@ def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
             "extractive": bool(getattr(extractor, "extractive", False)),
         },
     )
-    lease_seconds = config.lease_seconds()
-    batch_size = int(run.decode_settings.get("batch_size") or config.batch_size())
+    lease_seconds = settings.EXTRACTION_LEASE_SECONDS
+    batch_size = int(run.decode_settings.get("batch_size") or settings.EXTRACTION_BATCH_SIZE)
     stack = run.decode_settings.get("stack")
     attributes: dict[int, list] = {}
     while True:
@@ -165,7 +166,7 @@ def _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, attribut
         time.sleep(min(waiting.next_expiry_seconds + 0.2, MAX_IDLE_WAIT_SECONDS))
         return True
     held.extend(item.id for item in items)
-    given_up = [item for item in items if item.attempts > config.max_attempts()]
+    given_up = [item for item in items if item.attempts > settings.EXTRACTION_MAX_ATTEMPTS]
     outcomes = [
         ItemOutcome(item.id, error=f"its worker stopped {item.attempts - 1} times while decoding it; gave up")
         for item in given_up

@@ -12,9 +12,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from catalog.models import ImportJob
-from extraction.leases import lease_batch
 from extraction.models import ModelLoadFailure, Run, WorkItem
-from extraction.services import RunRequest, do_cancel_run, do_record_load_failure, do_start_run
+from extraction.services import RunRequest, do_cancel_run, do_start_run
+from extraction.worker.failures import do_record_load_failure
+from extraction.worker.leases import lease_batch
 from tests.support.catalog import latest_job, map_columns, upload
 from tests.support.runs_catalog import make_catalog
 from workers import tasks
@@ -151,10 +152,8 @@ def test_it_removes_uploads_left_at_mapping_past_the_limit_with_their_files(clie
 
 
 @pytest.mark.django_db
-def test_a_run_waits_with_each_load_failure_shown_and_fails_at_the_limit(
-    client_for, bob, monkeypatch, broker
-):
-    monkeypatch.setenv("EXTRACTION_MAX_LOAD_FAILURES", "3")
+def test_a_run_waits_with_each_load_failure_shown_and_fails_at_the_limit(client_for, bob, settings, broker):
+    settings.EXTRACTION_MAX_LOAD_FAILURES = 3
     run = start_run(model_dir="/models/broken")
     page = reverse("extraction:detail", args=[run.id])
     assert do_record_load_failure(run.id, "gpu1@a/pid7", run.model_dir, "OSError: CUDA out of memory")
@@ -178,8 +177,8 @@ def test_a_run_waits_with_each_load_failure_shown_and_fails_at_the_limit(
 
 
 @pytest.mark.django_db
-def test_a_worker_that_cannot_load_the_model_does_not_fail_a_run_another_worker_serves(monkeypatch, broker):
-    monkeypatch.setenv("EXTRACTION_MAX_LOAD_FAILURES", "1")
+def test_a_worker_that_cannot_load_the_model_does_not_fail_a_run_another_worker_serves(settings, broker):
+    settings.EXTRACTION_MAX_LOAD_FAILURES = 1
     run = start_run(model_dir="/models/only-on-some-workers")
     Run.objects.filter(pk=run.pk).update(model_name="loaded-by-another-worker")
     assert do_record_load_failure(run.id, "gpu1@a/pid7", run.model_dir, "OSError: no such file")

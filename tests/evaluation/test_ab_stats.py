@@ -19,7 +19,7 @@ from evaluation import stats
 from evaluation.stats import VoteRecord, VotesError
 from evaluation.votes_csv import read_votes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def votes_from(rows):
