@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 SKIPPED_DIRS = {"tests", "migrations", "node_modules", "staticfiles", "static", "templates"}
 MAX_MODULE_LINES = 450
@@ -243,21 +241,9 @@ def test_the_size_checks_measure_what_they_say():
     assert not any(path.startswith("tests/") or "/migrations/" in path for path in modules)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="extraction/engine/train.py (1,081 lines) and evaluate.py (824) are being split (issue 16)",
-)
 def test_no_module_is_over_450_lines():
     assert long_modules() == {}
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "being split (issue 16): hpd.py decode_rows (112 lines), evaluate.py add_evaluate_parser and "
-        "run_evaluate, train.py build_row, train_loop, add_train_parser and run_train, ar.py "
-        "generate_json (65), api.py Extractor.__init__ (64)"
-    ),
-)
 def test_no_engine_function_is_over_60_lines():
     assert long_engine_functions() == {}

@@ -124,6 +124,22 @@ def standin_texts() -> list[str]:
     return texts
 
 
+def load_model(path: pathlib.Path, named: bool, device: str, dtype, attn: str, quantize: str | None):
+    """The model directory at path (a full model or an adapter on its base), else, when no
+    directory was named, the random stand-in -> modeling.Loaded (int8-quantized when asked)."""
+    from . import modeling
+
+    if (path / "config.json").is_file() or is_adapter(path):
+        loaded = modeling.load_dir(path, device, dtype, attn)
+    elif named:
+        raise FileNotFoundError(f"no model at {path} (config.json or adapter_config.json missing)")
+    else:
+        loaded = modeling.random_standin(standin_texts(), device, dtype, attn)
+    if quantize is not None:
+        modeling.quantize(loaded.model, quantize)
+    return loaded
+
+
 class Extractor:
     """A causal LM loaded once; extract() runs HPD (default) or a baseline over documents of one schema."""
 
@@ -157,14 +173,7 @@ class Extractor:
             # a model may ask for bfloat16 on the CPU where that was measured faster at equal F1
             dtype = settings_file.get("cpu_dtype")
         self.torch_dtype = modeling.default_dtype(device, dtype)
-        if (path / "config.json").is_file() or is_adapter(path):
-            loaded = modeling.load_dir(path, device, self.torch_dtype, attn)
-        elif model_dir is not None:
-            raise FileNotFoundError(f"no model at {path} (config.json or adapter_config.json missing)")
-        else:
-            loaded = modeling.random_standin(standin_texts(), device, self.torch_dtype, attn)
-        if quantize is not None:
-            modeling.quantize(loaded.model, quantize)
+        loaded = load_model(path, model_dir is not None, device, self.torch_dtype, attn, quantize)
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
         # what it says of decoding: extractive or not, the boundary rules
         stored = settings_file if not loaded.random_standin else {}
