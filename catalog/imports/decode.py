@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from catalog.imports.errors import BadFile
+
 SNIFF_BYTES = 64 * 1024
 READ_CHUNK = 1024 * 1024
 # Latin-1 puts C1 control characters at 0x80-0x9f; real Latin-1 text never has them, while
@@ -40,10 +42,6 @@ RESAVE_AS_UTF8 = (
     "Open it in your spreadsheet or text editor, save it again as CSV UTF-8 "
     "(Excel: Save As, CSV UTF-8) and upload that."
 )
-
-
-class BadFile(ValueError):
-    """The file as a whole cannot be imported; the message tells the user what to do."""
 
 
 @dataclass(frozen=True)

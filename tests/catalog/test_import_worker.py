@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from catalog.importer import BATCH_ROWS
+from catalog.imports.write import BATCH_ROWS
 from catalog.models import Catalog, ImportJob, ImportRowError, Product
 from tests.support.catalog import latest_job, make_category, map_columns, upload
 from tests.support.workers import start_worker, stop_worker, wait_until

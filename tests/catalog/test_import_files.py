@@ -45,7 +45,7 @@ def test_it_detects_encoding_and_delimiter(client_for, alice, content, encoding,
     assert shown in client.get(reverse("catalog:import_map", args=[job.pk])).content.decode()
     map_columns(client, job)
     client.post(reverse("catalog:import_start", args=[job.pk]))
-    from catalog.importer import run_import
+    from catalog.imports.run import run_import
 
     run_import(job.pk)
     assert Product.objects.get(sku="A1").title.startswith("Café crème TV")

@@ -78,7 +78,8 @@ def test_it_edits_reorders_and_deletes_keeping_every_old_version(client_for, ali
     notes = list(category.schema_versions.order_by("version").values_list("note", flat=True))
     assert notes == ["Imported from JSON", "Edited Colour (was Color)", "Moved Size up", "Deleted Brand"]
     old = client.get(reverse("catalog:schema_version", args=[category.pk, 1])).content.decode()
-    assert "Brand" in old and "Color" in old and "read-only" in old
+    assert re.findall(r'<td class="strong">(.*?)</td>', old) == ["Brand", "Color", "Size"]
+    assert '<span class="badge">v1</span> <span class="muted small">read-only</span>' in old
 
 
 def test_it_shows_the_inline_edit_form_as_a_table_row(client_for, alice):
@@ -226,16 +227,17 @@ def test_the_editor_shows_what_each_attribute_and_each_type_makes_the_decoder_do
         "One of the allowed values, or n/a.",
         "Yes / no / n/a.",
     ]
-    assert "text, free" in rows[1]
+    assert re.search(r'<td>text, free\s*<div class="decoding small">', rows[1])  # its type cell
     add_form = re.search(r'<form id="add-attribute".*?</form>', body, re.S).group(0)
     assert "<dt>Text, free</dt><dd>Written by the model" in add_form
     assert (
         "<dt>Number with unit</dt><dd>A number with a unit, converted to the attribute&#x27;s unit"
         in add_form
     )
-    assert 'name="free"' in add_form
+    assert '<input type="checkbox" name="free"' in add_form
     version = client_for(alice).get(reverse("catalog:schema_version", args=[category.pk, 1])).content.decode()
-    assert "Yes / no / n/a." in version  # the read-only page of a version says it too
+    # the read-only page of a version says it too
+    assert re.findall(r'<div class="decoding small">(.*?)</div>', version) == sentences
 
 
 def test_marking_a_text_attribute_free_makes_a_new_version(client_for, alice):

@@ -1,11 +1,16 @@
-"""Which file column feeds which product field, and the guesses the mapping step starts from."""
+"""Which file column feeds which product field: the guesses the mapping step starts from, the
+checks a mapping must pass, and saving it on its import job."""
 
 import re
 from dataclasses import dataclass, field
 
+from django.db import transaction
+
+from catalog.imports.errors import BadMapping, WrongImportState
+from catalog.models import ImportJob
+
 PRODUCT_FIELDS = ("sku", "title", "description", "category")
 REQUIRED_FIELDS = ("sku", "title")
-FIELD_LABELS = {"sku": "SKU", "title": "Title", "description": "Description", "category": "Category"}
 # Header spellings seen in catalog exports (Shopify, Akeneo, Amazon flat files, German ERPs).
 SYNONYMS = {
     "sku": ["sku", "id", "product id", "item id", "item sku", "article number", "artikelnummer",
@@ -76,3 +81,30 @@ def guess_mapping(header: list[str], attribute_names: list[str]) -> Mapping:
         if index not in taken and header_name in by_name:
             mapping.known[index] = by_name[header_name]
     return mapping
+
+
+def check_mapping(mapping: Mapping) -> None:
+    """Refuse a mapping that leaves a required field unmapped or feeds two fields from one column."""
+    problems = []
+    for required in REQUIRED_FIELDS:
+        if getattr(mapping, required) is None:
+            problems.append(f"Missing required column: choose the column that holds the {required}.")
+    if mapping.category is None and mapping.fixed_category_id is None:
+        problems.append("Missing required column: choose the category column, or one category for all rows.")
+    fields = [i for i in (mapping.sku, mapping.title, mapping.description, mapping.category) if i is not None]
+    if len(fields) != len(set(fields)):
+        problems.append("One column is mapped to two product fields.")
+    if problems:
+        raise BadMapping(" ".join(problems))
+
+
+def do_save_mapping(job: ImportJob, mapping: Mapping) -> None:
+    """Store the mapping on a job that has not started; the job is then ready for its preview."""
+    check_mapping(mapping)
+    with transaction.atomic():
+        job = ImportJob.objects.select_for_update().get(pk=job.pk)
+        if job.status not in {ImportJob.Status.UPLOADED, ImportJob.Status.MAPPED}:
+            raise WrongImportState("This import has started already; its mapping can no longer change.")
+        job.mapping = mapping.to_json()
+        job.status = ImportJob.Status.MAPPED
+        job.save(update_fields=["mapping", "status"])

@@ -1,26 +1,22 @@
-"""The bulk import: stream the file, check each row, upsert products in batches, all or nothing.
+"""The write step: stream the file, check each row, upsert products in batches.
 
-Speed comes from one INSERT ... ON CONFLICT per batch of rows, passed as arrays (unnest), so
+Speed comes from COPY into a temporary table and one INSERT ... ON CONFLICT per batch, so
 PostgreSQL does the matching by (catalog, sku); memory stays flat because rows stream from the
-file and only one batch is held at a time. The whole file is one transaction: if anything fails
-midway (the database goes away, the disk fails) nothing of this import is stored.
+file and only one batch is held at a time. `import_file` runs inside its caller's transaction
+(catalog.imports.run makes the whole file one), so a failure midway stores nothing.
 """
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.db import DatabaseError, connection, transaction
-from django.utils import timezone
+from django.db import connection
 
-from catalog.csv_files import BadFile, FileFormat, count_rows, read_rows
-from catalog.import_mapping import Mapping
-from catalog.import_progress import ProgressWriter
-from catalog.import_rows import CleanRow, RowChecker, RowError, load_categories
-from catalog.models import Catalog, ImportJob, ImportRowError, Product
-
-logger = logging.getLogger(__name__)
+from catalog.imports.check import CleanRow, RowChecker, RowError, load_categories
+from catalog.imports.map import Mapping
+from catalog.imports.progress import ProgressWriter
+from catalog.imports.read import FileFormat, read_rows
+from catalog.models import ImportJob, ImportRowError, Product
 
 BATCH_ROWS = 2000
 
@@ -55,10 +51,6 @@ class Counts:
     skipped: int = 0
 
 
-def file_format_of(job: ImportJob) -> FileFormat:
-    return FileFormat(encoding=job.encoding, delimiter=job.delimiter, header=job.header)
-
-
 def _upsert(catalog_id: int, rows: list[CleanRow], has_description: bool) -> tuple[int, int]:
     """Write one batch; returns (created, updated). Runs inside the import's transaction."""
     with connection.cursor() as cursor:
@@ -73,7 +65,8 @@ def _upsert(catalog_id: int, rows: list[CleanRow], has_description: bool) -> tup
     return created, len(inserted) - created
 
 
-def _save_errors(job: ImportJob, errors: list[RowError], cells_by_row: dict[int, list[str]]) -> None:
+def save_errors(job: ImportJob, errors: list[RowError], cells_by_row: dict[int, list[str]]) -> None:
+    """The skipped rows of one batch, with the cells they had, as the job's error report."""
     ImportRowError.objects.bulk_create(
         ImportRowError(
             job=job,
@@ -133,60 +126,3 @@ def import_file(
             flush()
     flush()
     return counts
-
-
-def run_import(job_id: int) -> ImportJob | None:
-    """Run a queued import to the end; the job records the summary or why it failed."""
-    job = ImportJob.objects.filter(pk=job_id).select_related("catalog").first()
-    if job is None or job.status not in {ImportJob.Status.QUEUED, ImportJob.Status.RUNNING}:
-        return job
-    try:
-        total = count_rows(Path(job.file.path), file_format_of(job))
-    except (OSError, UnicodeDecodeError, BadFile) as exc:
-        return _fail(job_id, f"The file could not be read again: {exc}")
-    ImportJob.objects.filter(pk=job_id).update(
-        status=ImportJob.Status.RUNNING, started_at=timezone.now(), total_rows=total, processed_rows=0
-    )
-    try:
-        with ProgressWriter(job_id) as progress, transaction.atomic():
-            # One import per catalog at a time: a second one waits here instead of interleaving.
-            Catalog.objects.select_for_update().get(pk=job.catalog_id)
-            ImportRowError.objects.filter(job_id=job_id).delete()
-            counts = import_file(
-                Path(job.file.path),
-                file_format_of(job),
-                Mapping.from_json(job.mapping),
-                job.catalog_id,
-                on_errors=lambda errors, cells: _save_errors(job, errors, cells),
-                progress=progress,
-            )
-            ImportJob.objects.filter(pk=job_id).update(
-                status=ImportJob.Status.DONE,
-                processed_rows=total,
-                created_count=counts.created,
-                updated_count=counts.updated,
-                skipped_count=counts.skipped,
-                finished_at=timezone.now(),
-            )
-    except (DatabaseError, OSError, UnicodeDecodeError) as exc:
-        logger.exception("import %s failed; its transaction was rolled back", job_id)
-        return _fail(job_id, f"The import stopped midway and nothing was stored: {exc}".strip())
-    # Every row now lives in the products or in the error report; the upload is no longer needed.
-    job.file.delete(save=False)
-    return ImportJob.objects.get(pk=job_id)
-
-
-def _fail(job_id: int, message: str) -> ImportJob | None:
-    # The failed transaction may have taken the connection with it; start from a fresh one.
-    if not connection.in_atomic_block:
-        connection.close_if_unusable_or_obsolete()
-    ImportJob.objects.filter(pk=job_id).update(
-        status=ImportJob.Status.FAILED,
-        message=message[:2000],
-        processed_rows=0,
-        created_count=0,
-        updated_count=0,
-        skipped_count=0,
-        finished_at=timezone.now(),
-    )
-    return ImportJob.objects.filter(pk=job_id).first()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from catalog.importer import run_import
+from catalog.imports.run import run_import
 from catalog.models import ImportJob, ImportRowError, Product
 from catalog.schemas import AttributeData
 from tests.support.catalog import import_inline, latest_job, make_category, map_columns, upload
@@ -73,7 +73,8 @@ def test_it_lists_every_bad_row_in_the_preview_with_row_column_and_reason(client
     assert found == expected
     assert (preview.checked_rows, preview.bad_rows) == (12, 11)
     body = response.content.decode()
-    assert "1 good" in body and "11 with errors" in body
+    assert '<strong id="good-rows">1 good</strong>' in body
+    assert '<strong id="bad-rows" class="error">11 with errors</strong>' in body
     assert "unknown category &#x27;Shoez&#x27;: create it on the Schemas page first" in body
     assert Product.objects.count() == 0  # the preview stores nothing
 

@@ -1,19 +1,19 @@
 """Reading uploaded catalog files: name and size, delimiter, whole-file record checks, row stream.
 
-The bytes (binary, encoding, control characters) are checked in catalog.csv_bytes. Everything
-streams: the file is read in chunks and rows are yielded one at a time, so a file of any size is
-checked and imported in constant memory.
+The bytes (binary, encoding, control characters) are checked in catalog.imports.decode.
+Everything streams: the file is read in chunks and rows are yielded one at a time, so a file of
+any size is checked and imported in constant memory.
 """
 
 import csv
-import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
-from catalog.csv_bytes import SNIFF_BYTES, BadFile, detect_encoding
+from catalog.imports.decode import SNIFF_BYTES, detect_encoding
+from catalog.imports.errors import BadFile, FileOverLimit
 
 ALLOWED_SUFFIXES = {".csv", ".tsv", ".txt"}
 DELIMITERS = (",", ";", "\t")
@@ -65,7 +65,7 @@ def check_size(size: int, limit: int) -> None:
         raise BadFile("The file is empty.")
     if size > limit:
         # Exact bytes beside the rounded sizes: 200.04 MB must never read as "200.0 MB, the limit 200 MB".
-        raise BadFile(
+        raise FileOverLimit(
             f"The file is {_megabytes(size)} ({_bytes(size)}): {_bytes(size - limit)} over the limit of "
             f"{_megabytes(limit)} ({_bytes(limit)}). "
             "Split it into smaller files and upload them one after another."
@@ -234,9 +234,3 @@ def read_rows(path: Path, file_format: FileFormat) -> Iterator[tuple[int, list[s
 
 def count_rows(path: Path, file_format: FileFormat) -> int:
     return sum(1 for _ in read_rows(path, file_format))
-
-
-def csv_text(rows: list[list[str]], delimiter: str = ",") -> str:
-    buffer = io.StringIO()
-    csv.writer(buffer, delimiter=delimiter).writerows(rows)
-    return buffer.getvalue()

@@ -4,7 +4,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from catalog.import_mapping import Mapping
+from catalog.imports.map import Mapping
 from catalog.models import Attribute, Category, Product
 
 SKU_MAX = Product._meta.get_field("sku").max_length
