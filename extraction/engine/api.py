@@ -34,6 +34,7 @@ PROMPT_LOOKUP_TOKENS = 10
 DEFAULT_BATCH = 16  # ar / fork rows per forward when the caller does not say
 LAYOUT_CANDIDATES = ((1, 16), (1, 64), (4, 4), (4, 16), (8, 2), (8, 8), (16, 1), (16, 4))  # (stack J, rows)
 PROBE_LAYOUTS = ((1, 16), (4, 4), (8, 2), (16, 1))  # 16 documents each: what choose_layout times
+PROBE_DOCUMENTS = 16
 
 
 @dataclass
@@ -271,7 +272,10 @@ class Extractor:
     def choose_layout(self, schema: SchemaPrompt, ids: list[list[int]]) -> tuple[int, int]:
         """Pick (stack J, rows) by measurement: cost per document = (prefill + max gap x step) / 16,
         with the prefill and step times of each probe layout (layout_timings) and this schema's
-        largest gap."""
+        largest gap. Under 16 documents every layout decodes them in one forward per step: no probe
+        (it would cost more than the decode), one document per row."""
+        if len(ids) < PROBE_DOCUMENTS:
+            return 1, PROBE_DOCUMENTS
         timings = self.layout_timings(schema, ids)
         gap = max(schema.gaps)
         costs = {layout: (prefill + gap * step) / docs for layout, (prefill, step, docs) in timings.items()}
@@ -281,13 +285,13 @@ class Extractor:
     def layout_timings(self, schema: SchemaPrompt, ids: list[list[int]]) -> dict:
         """(J, R) -> (prefill seconds, seconds per decode step, documents) on 16 of these documents,
         each probe run twice (the faster counts: timings on a shared machine are noisy). Cached per
-        coarse (attribute count, at least 16 documents) bucket: a catalog of many categories pays
+        coarse attribute-count bucket: a catalog of many categories pays
         one probe per bucket, not per category (a probe costs about as much as decoding 50
         products with the default model on this CPU)."""
         from . import hpd
 
         n = len(ids)
-        key = (len(schema.attributes) // 8, n >= 16)
+        key = len(schema.attributes) // 8
         if key in self._layouts:
             return self._layouts[key]
         pc, _ = self.prefix_cache(schema)

@@ -180,6 +180,8 @@ def test_bfloat16_runs_every_decoder(model_dir):
 
 def test_auto_layout_is_measured_and_cached(extractor):
     extractor._layouts.clear()
+    _, stats = extractor.extract(DOCS * 2, SPECS)  # 8 documents: one forward whatever the layout
+    assert stats.layout == "stack=1 rows=16" and not extractor._layouts  # so no probe
     _, stats = extractor.extract(DOCS * 4, SPECS)
     assert stats.layout.startswith("stack=") and extractor.last_layout_costs
     assert all(cost > 0 for cost in extractor.last_layout_costs.values())
