@@ -3,6 +3,8 @@
 from django.conf import settings
 from django.db import models
 
+from catalog.imports.read import FileFormat
+
 
 class Catalog(models.Model):
     """A named collection of products a team uploads (one shop, one supplier feed, ...)."""
@@ -194,6 +196,11 @@ class ImportJob(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.DONE, self.Status.FAILED}
+
+    @property
+    def file_format(self) -> FileFormat:
+        """How its file was read at upload, so the preview and the worker read it the same way."""
+        return FileFormat(encoding=self.encoding, delimiter=self.delimiter, header=self.header)
 
     @property
     def percent(self) -> int:

@@ -1,8 +1,8 @@
-"""Catalog tasks for the `light` queue: they take ids and leave the work to the importer."""
+"""Catalog tasks for the `light` queue: they take ids and leave the work to catalog.imports.run."""
 
 from celery import shared_task
 
-from catalog.importer import run_import
+from catalog.imports.run import run_import
 
 
 @shared_task(name="catalog.tasks.import_catalog_file")

@@ -8,7 +8,7 @@ from django.db import transaction
 
 from catalog.models import Catalog, Product
 from evaluation.models import ImportedValue, System
-from extraction.comparison import values_agree
+from extraction.domain import values_agree
 from extraction.models import ExtractedValue, Run
 
 IMPORT_MAX_BYTES = 20 * 1024 * 1024

@@ -18,6 +18,7 @@ from evaluation.systems import SystemImportError, do_import_system
 from evaluation.voting import (
     VoteError,
     do_cast_vote,
+    item_to_show,
     may_rate,
     next_item,
     progress_of,
@@ -103,16 +104,21 @@ def campaign_status(request, pk: int):
 
 
 def _panel(request, campaign, error: str = "", saved: bool = False, status: int = 200):
-    """The next item to judge, or, with ?change=<token>, an item the rater voted on, to change it."""
+    """The next item to judge, or, with ?change=<token>, an item the rater voted on, to change it.
+
+    A GET only looks (item_to_show); after a vote (a POST) the next item is handed to the rater
+    (next_item), so its place among its raters is theirs while they read it.
+    """
+    pick = next_item if request.method == "POST" else item_to_show
     current_vote = None
     token = request.GET.get("change", "")
     if token:
         try:
             item, current_vote = voted_item(campaign, request.user, token)
         except VoteError as exc:
-            item, error, status = next_item(campaign, request.user), str(exc), 400
+            item, error, status = pick(campaign, request.user), str(exc), 400
     else:
-        item = next_item(campaign, request.user)
+        item = pick(campaign, request.user)
     context = {
         "campaign": campaign,
         "item": item,

@@ -13,7 +13,7 @@ from django.utils import timezone
 from accounts.roles import RATER, has_role
 from evaluation.models import Assignment, Campaign, CampaignItem, Vote
 from evaluation.systems import outputs_of, paired_outputs
-from extraction.comparison import values_agree
+from extraction.domain import values_agree
 
 # An item handed out but not voted on goes back to the pool after this long.
 ASSIGNMENT_TTL = timedelta(minutes=30)
@@ -47,19 +47,23 @@ def _places_taken(item_id: int, now) -> int:
     return CampaignItem.objects.filter(pk=item_id).aggregate(n=Count("assignments", filter=_taken(now)))["n"]
 
 
-def next_item(campaign: Campaign, rater) -> CampaignItem | None:
-    """The item this rater should judge now: the one already handed to them, or a new one."""
-    now = timezone.now()
-    held = (
+def _held(campaign: Campaign, rater):
+    """The rater's assignments not voted on yet, oldest first."""
+    return (
         Assignment.objects.filter(item__campaign=campaign, rater=rater, completed_at__isnull=True)
         .select_related("item")
         .order_by("assigned_at", "id")
     )
-    for assignment in held:
-        if assignment.item.votes.current().count() < campaign.raters_per_item:
-            return assignment.item
-        assignment.delete()  # others filled the item while this rater was away
-    candidates = (
+
+
+def _still_open(assignment: Assignment, campaign: Campaign) -> bool:
+    """False when others filled the item while this rater was away."""
+    return assignment.item.votes.current().count() < campaign.raters_per_item
+
+
+def _open_places(campaign: Campaign, rater, now):
+    """Ids of the items this rater may take next, in the order they are handed out."""
+    return (
         CampaignItem.objects.filter(campaign=campaign)
         .exclude(assignments__rater=rater)
         .annotate(places=Count("assignments", filter=_taken(now)))
@@ -67,7 +71,28 @@ def next_item(campaign: Campaign, rater) -> CampaignItem | None:
         .order_by("-places", "position")  # finish items others started before opening new ones
         .values_list("pk", flat=True)
     )
-    for item_id in candidates:
+
+
+def item_to_show(campaign: Campaign, rater) -> CampaignItem | None:
+    """The item the rating page shows, read only (a GET changes nothing): the one handed to this
+    rater, else the one next_item would hand them. Its place is taken when they vote, or by the
+    next_item of the vote that brings them here."""
+    for assignment in _held(campaign, rater):
+        if _still_open(assignment, campaign):
+            return assignment.item
+    first = _open_places(campaign, rater, timezone.now()).first()
+    return None if first is None else CampaignItem.objects.get(pk=first)
+
+
+def next_item(campaign: Campaign, rater) -> CampaignItem | None:
+    """Hand the rater the item to judge now (a write, for a POST): the one already handed to
+    them, or a new one whose place among its raters is taken for them."""
+    now = timezone.now()
+    for assignment in _held(campaign, rater):
+        if _still_open(assignment, campaign):
+            return assignment.item
+        assignment.delete()  # others filled the item while this rater was away
+    for item_id in _open_places(campaign, rater, now):
         with transaction.atomic():
             # The row lock makes "count the places, then take one" safe between raters; it is
             # held for two short queries, so a rater arriving at the same moment waits, never skips.
@@ -180,12 +205,6 @@ def progress_of(campaign: Campaign, rater) -> Progress:
     """The rater's own progress: items judged, and items still open to them."""
     now = timezone.now()
     done = Vote.objects.current().filter(item__campaign=campaign, rater=rater).count()
-    held = Assignment.objects.filter(item__campaign=campaign, rater=rater, completed_at__isnull=True).count()
-    open_to_them = (
-        CampaignItem.objects.filter(campaign=campaign)
-        .exclude(assignments__rater=rater)
-        .annotate(places=Count("assignments", filter=_taken(now)))
-        .filter(places__lt=campaign.raters_per_item)
-        .count()
-    )
+    held = sum(1 for assignment in _held(campaign, rater) if _still_open(assignment, campaign))
+    open_to_them = _open_places(campaign, rater, now).count()
     return Progress(done=done, left=held + open_to_them)

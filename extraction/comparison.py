@@ -1,8 +1,8 @@
 """HPD versus AR on the same products: agreement per attribute and the values that differ.
 
 Two values agree when their normalized forms are equal ignoring case (normalization: normalize.py):
-`values_agree` in Python, `agree` in SQL, the one rule for the run comparison, the review queue's
-disagreement sort and the A/B panel's "differs" mark. Computed in SQL so a run of a million
+`extraction.domain.values_agree` in Python, `agree` here in SQL, the one rule for the run comparison,
+the review queue's disagreement sort and the A/B panel's "differs" mark. Computed in SQL so a run of a million
 products compares without loading it.
 """
 
@@ -13,13 +13,6 @@ from django.db.models.functions import Lower
 from django.db.models.lookups import Exact
 
 from extraction.models import ExtractedValue, Run
-
-
-def values_agree(a: str | None, b: str | None) -> bool:
-    """Equal but for letter case; a missing value agrees only with a missing one."""
-    if a is None or b is None:
-        return a is b
-    return a.lower() == b.lower()
 
 
 def agree(left, right) -> Exact:

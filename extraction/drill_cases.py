@@ -27,9 +27,10 @@ from django_htmx.middleware import HtmxDetails
 
 from accounts.roles import ADMIN
 from catalog.models import Catalog
-from extraction import drill, views, worker_processes
+from extraction import drill, views
 from extraction.models import ModelLoadFailure, Run, WorkItem
 from extraction.services import RunRequest, do_start_run, kick_if_stalled
+from extraction.worker import processes as worker_processes
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +176,7 @@ class Case:
         while time.monotonic() < self.deadline():
             try:
                 run.refresh_from_db()
-                if run.status not in Run.ACTIVE_STATUSES:
+                if not run.is_active:
                     return run
                 kick_if_stalled(run)  # as beat's reaper does: a wake-up lost with Redis is sent again
             except DATABASE_ERRORS:

@@ -20,7 +20,7 @@ class RunForm(forms.Form):
         required=False,
         min_value=1,
         max_value=512,
-        help_text=f"Products per leased batch (default {config.batch_size()}).",
+        help_text=f"Products per leased batch (default {settings.EXTRACTION_BATCH_SIZE}).",
     )
     stack = forms.IntegerField(
         required=False,

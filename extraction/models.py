@@ -68,6 +68,11 @@ class Run(models.Model):
     def __str__(self):
         return self.name or f"Run {self.pk} ({self.decoder})"
 
+    @property
+    def is_active(self) -> bool:
+        """Its work may still be leased and decoded (pages and workers ask this, never the states)."""
+        return self.status in self.ACTIVE_STATUSES
+
 
 class WorkItem(models.Model):
     """One product of a run. Workers lease items; an expired lease makes the item takeable again."""
@@ -82,9 +87,17 @@ class WorkItem(models.Model):
     @classmethod
     def takeable(cls, now) -> models.Q:
         """Items a worker may lease now: queued, or leased by a worker whose lease has expired."""
-        return models.Q(status=cls.Status.QUEUED) | models.Q(
-            status=cls.Status.LEASED, lease_expires_at__lt=now
-        )
+        return models.Q(status=cls.Status.QUEUED) | cls.lease_expired(now)
+
+    @classmethod
+    def lease_expired(cls, now) -> models.Q:
+        """Leased by a worker that did not renew in time (it died or hung): takeable again."""
+        return models.Q(status=cls.Status.LEASED, lease_expires_at__lt=now)
+
+    @classmethod
+    def lease_live(cls, now) -> models.Q:
+        """Leased by a worker that is still renewing: nobody else may take the item."""
+        return models.Q(status=cls.Status.LEASED, lease_expires_at__gte=now)
 
     run = models.ForeignKey(Run, related_name="work_items", on_delete=models.CASCADE)
     product = models.ForeignKey(Product, related_name="work_items", on_delete=models.CASCADE)
@@ -164,7 +177,7 @@ class RunIncident(models.Model):
 
 class ModelLoadFailure(models.Model):
     """A worker that could not load a run's model. The run waits for another worker (the run page
-    shows each failure) until config.max_load_failures() of them, then fails with the last error."""
+    shows each failure) until settings.EXTRACTION_MAX_LOAD_FAILURES of them, then fails with the last error."""
 
     run = models.ForeignKey(Run, related_name="load_failures", on_delete=models.CASCADE)
     worker = models.CharField(max_length=200)

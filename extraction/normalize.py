@@ -8,7 +8,7 @@ the trimmed text, never dropped; only checked_value, for what a person types, re
 
 import re
 
-NA = "n/a"
+from extraction.domain import NA
 
 # Factor to a base unit per dimension (metre, gram, litre); spelling variants map to one key.
 _UNIT_FACTORS = {

@@ -1,14 +1,16 @@
-"""Starting, kicking, cancelling and watching extraction runs (the web side; never imports torch).
+"""Starting, waking and cancelling extraction runs: the web side, which only enqueues work.
 
-Each `do_*` function is one explicit transaction. Workers lease and record through
-extraction.leases; the wake-up messages sent here only tell workers that work exists, the work
-itself is the run's WorkItem rows in PostgreSQL.
+Each `do_*` function is one explicit transaction. A run's work is its WorkItem rows in PostgreSQL;
+the wake-up messages sent here only tell workers that work exists. Workers lease, decode and record
+through extraction.worker, which this module never imports (no import cycle); a run's progress is
+read by extraction.progress.
 """
 
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -16,7 +18,7 @@ from kombu.exceptions import OperationalError as BrokerError
 
 from catalog.models import Catalog, Category, Product, SchemaVersion
 from extraction import config
-from extraction.models import ModelLoadFailure, Run, WorkItem
+from extraction.models import Run, WorkItem
 from workers import task_names
 from workers.celery import app as celery_app
 
@@ -104,7 +106,10 @@ def do_start_run(request: RunRequest, user=None) -> list[Run]:
     products = selected_products(request.catalog, request.category, request.search)
     if not products.exists():
         raise RunRefused("No product matches this selection: widen the catalog, category or search.")
-    settings_used = {"batch_size": request.batch_size or config.batch_size(), "stack": request.stack}
+    settings_used = {
+        "batch_size": request.batch_size or settings.EXTRACTION_BATCH_SIZE,
+        "stack": request.stack,
+    }
     with transaction.atomic():
         schemas = current_schemas(products)
         runs = []
@@ -138,7 +143,7 @@ def kick_run(run_id: int, total: int | None = None) -> bool:
 
     A broker that is down is logged, not raised: the run waits in PostgreSQL and the reaper (beat's
     wake_waiting_runs, idle workers) kicks it again later. Sent by name: workers.tasks imports the
-    worker loop, which imports this module.
+    worker loop, which imports this module (kick_run, to pass a run on to another worker).
     """
     run = Run.objects.filter(pk=run_id).only("total", "decode_settings").first()
     if run is None:
@@ -146,7 +151,7 @@ def kick_run(run_id: int, total: int | None = None) -> bool:
     batches = -(-(total or run.total) // max(1, run.decode_settings.get("batch_size") or 1))
     Run.objects.filter(pk=run_id).update(last_kick_at=timezone.now())
     try:
-        for _ in range(max(1, min(config.wakeups_per_run(), batches))):
+        for _ in range(max(1, min(settings.EXTRACTION_WAKEUPS, batches))):
             celery_app.send_task(task_names.GPU_PROCESS_RUN, (run_id,), retry=False)
     except (BrokerError, OSError) as exc:
         log.warning("could not wake workers for run %s (the reaper retries): %s", run_id, exc)
@@ -157,13 +162,13 @@ def kick_run(run_id: int, total: int | None = None) -> bool:
 def stalled(run: Run, now=None) -> bool:
     """An active run with takeable work, nobody holding a live lease, and no recent wake-up."""
     now = now or timezone.now()
-    if run.status not in Run.ACTIVE_STATUSES:
+    if not run.is_active:
         return False
-    quiet_for = timedelta(seconds=2 * config.lease_seconds())
+    quiet_for = timedelta(seconds=2 * settings.EXTRACTION_LEASE_SECONDS)
     if run.last_kick_at and now - run.last_kick_at < quiet_for:
         return False
     items = WorkItem.objects.filter(run=run)
-    if items.filter(status=WorkItem.Status.LEASED, lease_expires_at__gte=now).exists():
+    if items.filter(WorkItem.lease_live(now)).exists():
         return False
     return items.filter(WorkItem.takeable(now)).exists()
 
@@ -189,7 +194,7 @@ def do_cancel_run(run_id: int) -> Run | None:
     """Cancel queued work; batches already leased finish and are recorded, no new ones start."""
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()
-        if run is None or run.status not in Run.ACTIVE_STATUSES:
+        if run is None or not run.is_active:
             return run
         WorkItem.objects.filter(run=run, status=WorkItem.Status.QUEUED).update(
             status=WorkItem.Status.CANCELLED, finished_at=timezone.now()
@@ -199,80 +204,3 @@ def do_cancel_run(run_id: int) -> Run | None:
             run.finished_at = timezone.now()
         run.save(update_fields=["status", "finished_at"])
     return run
-
-
-def do_fail_run(run_id: int, error: str) -> None:
-    """Stop a run that cannot go on at all (say, no worker could load its model)."""
-    with transaction.atomic():
-        run = Run.objects.select_for_update().filter(pk=run_id).first()
-        if run is not None and run.status in Run.ACTIVE_STATUSES:
-            _fail_locked(run, error)
-
-
-def _fail_locked(run: Run, error: str) -> None:
-    WorkItem.objects.filter(run=run, status=WorkItem.Status.QUEUED).update(
-        status=WorkItem.Status.CANCELLED, finished_at=timezone.now()
-    )
-    run.status = Run.Status.FAILED
-    run.error = error
-    run.finished_at = timezone.now()
-    run.save(update_fields=["status", "error", "finished_at"])
-
-
-def do_record_load_failure(run_id: int, worker: str, model_dir: str, error: str) -> bool:
-    """Note on the run that `worker` could not load its model; True: the run waits for another worker.
-
-    The run fails once config.max_load_failures() loads of its model failed, all workers together
-    (each worker process retries a model at most once per config.load_retry_seconds()), unless some
-    worker has loaded it for this run (run.model_name is set then) and is working on it: a run never
-    waits silently, and a model that no worker can load stops it within a few reaper rounds.
-    """
-    with transaction.atomic():
-        run = Run.objects.select_for_update().filter(pk=run_id).first()
-        if run is None or run.status not in Run.ACTIVE_STATUSES:
-            return False
-        failure = ModelLoadFailure.objects.create(
-            run=run, worker=worker, model_dir=model_dir, error=error[:4000]
-        )
-        workers = list(run.load_failures.values_list("worker", flat=True))
-        if len(workers) < config.max_load_failures() or run.model_name:
-            return True
-        _fail_locked(
-            run,
-            f"model {failure.model_label} could not be loaded ({len(workers)} failed loads, by "
-            f"{', '.join(sorted(set(workers)))}): {error}",
-        )
-    return False
-
-
-@dataclass(frozen=True)
-class Progress:
-    total: int
-    done: int
-    failed: int
-    cancelled: int
-    seconds: float
-    products_per_second: float
-    eta_seconds: float | None
-
-    @property
-    def finished(self) -> int:
-        return self.done + self.failed + self.cancelled
-
-    @property
-    def percent(self) -> float:
-        return 100.0 * self.finished / self.total if self.total else 100.0
-
-
-def progress(run: Run, now=None) -> Progress:
-    now = now or timezone.now()
-    cancelled = (
-        WorkItem.objects.filter(run=run, status=WorkItem.Status.CANCELLED).count()
-        if run.status == Run.Status.CANCELLED or run.status == Run.Status.FAILED
-        else 0
-    )
-    seconds = ((run.finished_at or now) - run.started_at).total_seconds() if run.started_at else 0.0
-    rate = (run.done + run.failed) / seconds if seconds > 0 else 0.0
-    remaining = run.total - run.done - run.failed - cancelled
-    eta = remaining / rate if rate > 0 and run.status in Run.ACTIVE_STATUSES else None
-    return Progress(run.total, run.done, run.failed, cancelled, seconds, rate, eta)

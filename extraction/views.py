@@ -2,6 +2,7 @@
 
 from collections import defaultdict
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
@@ -10,16 +11,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.roles import ADMIN, REVIEWER, role_required
-from extraction import comparison, config
+from extraction import comparison
 from extraction.forms import RunForm
 from extraction.models import ExtractedValue, Run, WorkItem
-from extraction.services import (
-    RunRefused,
-    do_cancel_run,
-    do_start_run,
-    progress,
-    selected_products,
-)
+from extraction.progress import progress
+from extraction.services import RunRefused, do_cancel_run, do_start_run, selected_products
 
 RESULTS_PER_PAGE = 50
 RUNS_PER_PAGE = 30
@@ -97,7 +93,7 @@ def _run_context(request, run: Run) -> dict:
         "results": results,
         "status_filter": status,
         "status_choices": WorkItem.Status.choices,
-        "max_load_failures": config.max_load_failures(),
+        "max_load_failures": settings.EXTRACTION_MAX_LOAD_FAILURES,
     }
     linked = run.linked_run
     if linked is not None:
@@ -105,8 +101,7 @@ def _run_context(request, run: Run) -> dict:
         context["compare"] = {
             "hpd": hpd,
             "ar": ar,
-            "linked_active": linked.status
-            in Run.ACTIVE_STATUSES,  # the comparison grows until the other run ends too
+            "linked_active": linked.is_active,  # the comparison grows until the other run ends too
             "agreement": comparison.agreement_by_attribute(hpd, ar),
             "disagreements": Paginator(comparison.disagreements(hpd, ar), RESULTS_PER_PAGE).get_page(
                 request.GET.get("dpage")
@@ -139,9 +134,13 @@ def progress_partial(request, run_id: int):
     """Polled by the run page. A GET changes nothing: a run whose wake-up messages were lost is woken
     by beat's reaper (wake_waiting_runs), not by whoever happens to watch it."""
     run = get_object_or_404(Run, pk=run_id)
-    context = {"run": run, "progress": progress(run), "max_load_failures": config.max_load_failures()}
+    context = {
+        "run": run,
+        "progress": progress(run),
+        "max_load_failures": settings.EXTRACTION_MAX_LOAD_FAILURES,
+    }
     response = render(request, "extraction/_progress.html", context)
-    if run.status not in Run.ACTIVE_STATUSES:
+    if not run.is_active:
         response["HX-Trigger"] = "run-finished"
     return response
 
@@ -150,7 +149,7 @@ def progress_partial(request, run_id: int):
 @role_required(ADMIN)
 def cancel(request, run_id: int):
     run = get_object_or_404(Run, pk=run_id)
-    if run.status in Run.ACTIVE_STATUSES:
+    if run.is_active:
         do_cancel_run(run.id)
         messages.info(request, f"{run} cancelled: queued products will not be decoded.")
     else:

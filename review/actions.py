@@ -7,13 +7,13 @@ carrying the value as it is now.
 
 from django.db import transaction
 
+from extraction.domain import NA
 from extraction.models import ExtractedValue
 from extraction.normalize import checked_value
 from review.gold import APPROVED
 from review.models import ValueEvent
 from review.transition import Action, ReviewConflict, Status, locked_values, transition
 
-NA = "n/a"
 MAX_VALUE_LENGTH = 500
 
 

@@ -5,7 +5,7 @@ import re
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-NA = "n/a"
+from extraction.domain import NA
 
 
 def highlight(document: str, value: str) -> SafeString:

@@ -90,7 +90,7 @@ def main() -> int:
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        while Run.objects.filter(pk__in=[hpd.pk, ar.pk], status__in=["queued", "running"]).exists():
+        while Run.objects.filter(pk__in=[hpd.pk, ar.pk], status__in=Run.ACTIVE_STATUSES).exists():
             time.sleep(2)
     finally:
         worker.terminate()

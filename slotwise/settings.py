@@ -4,7 +4,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from extraction.engine.api import default_model_dir
+from extraction.engine.base_model import MODEL_DIR
 from slotwise.env import env_bool, env_float, env_int, env_list, env_str, parse_database_url
 from slotwise.processes import needs_secret_key
 
@@ -143,11 +143,39 @@ STRANDED_UPLOAD_SWEEP_SECONDS = env_int("STRANDED_UPLOAD_SWEEP_SECONDS", 3600, m
 STRANDED_UPLOAD_MAX_AGE_HOURS = env_int("STRANDED_UPLOAD_MAX_AGE_HOURS", 24, minimum=1)
 
 # Extraction: the model directory the GPU workers load (by default the one `make model` assembles
-# from the pretrained base; the engine's default_model_dir is the one definition of it).
-SLOTWISE_MODEL_DIR = str(default_model_dir())
+# from the pretrained base, base_model.MODEL_DIR); the engine is handed it, it never reads the
+# environment itself.
+SLOTWISE_MODEL_DIR = env_str("SLOTWISE_MODEL_DIR", "") or str(MODEL_DIR)
 # The small from-scratch model, offered in the run form as the fast choice.
 FAST_MODEL_DIR = str(BASE_DIR / "models" / "slotwise-ave")
+# More model directories offered when starting a run (the workers must see the same paths).
+EXTRACTION_MODEL_DIRS = env_list("EXTRACTION_MODEL_DIRS")
 SLOTWISE_DEVICE = env_str("SLOTWISE_DEVICE", "cpu")
+# Extraction runs. Each process reads these once at start-up: a worker started with other values (the
+# fault drill's short leases) has them from its own environment.
+# How long a lease on a batch lasts; the worker renews it every third of this while it decodes, so a
+# killed worker's products are takeable again after at most this many seconds.
+EXTRACTION_LEASE_SECONDS = env_int("EXTRACTION_LEASE_SECONDS", 30, minimum=3)
+# Products per leased batch: the engine stacks them into HPD prompts (or AR batch rows) as it chooses.
+EXTRACTION_BATCH_SIZE = env_int("EXTRACTION_BATCH_SIZE", 16, minimum=1)
+# A product whose batch was lost this many times (its worker died each time) is marked failed.
+EXTRACTION_MAX_ATTEMPTS = env_int("EXTRACTION_MAX_ATTEMPTS", 3, minimum=1)
+# One task works this long, then sends itself again: a warm shutdown waits one slice, not a run.
+EXTRACTION_TASK_SECONDS = env_int("EXTRACTION_TASK_SECONDS", 60, minimum=1)
+# Wake-up messages sent when a run starts: each lets one more idle worker join the run.
+EXTRACTION_WAKEUPS = env_int("EXTRACTION_WAKEUPS", 4, minimum=1)
+# A run whose model failed to load this many times (all workers together) fails; until then it
+# waits for a worker that can load it, the run page showing every failure.
+EXTRACTION_MAX_LOAD_FAILURES = env_int("EXTRACTION_MAX_LOAD_FAILURES", 3, minimum=1)
+# A worker process that could not load a model tries it again only after this long (the reaper's
+# wake-ups bring it back), so a broken model costs one load per worker per minute, not a busy loop.
+EXTRACTION_LOAD_RETRY_SECONDS = env_int("EXTRACTION_LOAD_RETRY_SECONDS", 60, minimum=0)
+# How long a worker that lost PostgreSQL waits for it to come back before its task gives up (Celery
+# retries the task later).
+EXTRACTION_DATABASE_WAIT_SECONDS = env_int("EXTRACTION_DATABASE_WAIT_SECONDS", 120, minimum=1)
+# The fault drill's window for killing a worker while it writes a batch: record_results waits this
+# long inside its transaction, after the values and before the commit. 0 (off) but in a drill.
+EXTRACTION_DRILL_WRITE_PAUSE_SECONDS = env_int("EXTRACTION_DRILL_WRITE_PAUSE_SECONDS", 0, minimum=0)
 # Review: rows per queue page; bulk actions change values in chunks of REVIEW_BULK_CHUNK per
 # transaction (short locks) and run in the request up to REVIEW_BULK_INLINE_LIMIT values, beyond it
 # in the background; exports up to REVIEW_EXPORT_INLINE_LIMIT values are written in the request.

@@ -1,4 +1,4 @@
-"""Celery tasks: thin, carrying ids only; the work is in extraction.processing / leases.
+"""Celery tasks: thin, carrying ids only; the work is in extraction.worker.loop / leases.
 
 Tasks named workers.tasks.gpu_* are routed to the `gpu` queue (settings.CELERY_TASK_ROUTES). This
 module imports no torch: the engine is loaded lazily by the first task a worker process runs.
@@ -33,7 +33,7 @@ def gpu_process_run(self, run_id: int | None = None) -> None:
     run_id None: only look for waiting work (sent when a worker starts, so a run whose wake-up
     messages were lost still finishes).
     """
-    from extraction.processing import process_runs
+    from extraction.worker.loop import process_runs
 
     owner = f"{self.request.hostname or 'worker'}/pid{os.getpid()}"
     unfinished = process_runs(run_id, owner)
@@ -68,7 +68,7 @@ def look_for_waiting_work(sender=None, **kwargs) -> None:
 @shared_task(name="workers.tasks.release_expired_leases")
 def release_expired_leases() -> int:
     """Leases whose worker died go back to their run's queue; returns how many."""
-    from extraction import leases
+    from extraction.worker import leases
 
     released = leases.release_expired_leases()
     if released:

@@ -9,12 +9,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.roles import ADMIN, role_required
-from catalog.csv_files import DELIMITER_NAMES, ENCODING_NAMES, BadFile, check_size, read_rows
 from catalog.csv_safety import csv_lines
 from catalog.forms import MappingForm, UploadForm
-from catalog.import_mapping import Mapping, guess_mapping
-from catalog.importer import file_format_of
-from catalog.imports import build_preview, do_create_import, do_save_mapping, do_start_import
+from catalog.imports.errors import BadFile, BadMapping, FileOverLimit, WrongImportState
+from catalog.imports.map import Mapping, do_save_mapping, guess_mapping
+from catalog.imports.preview import build_preview
+from catalog.imports.read import DELIMITER_NAMES, ENCODING_NAMES, check_size, read_rows
+from catalog.imports.start import do_start_import
+from catalog.imports.upload import do_create_import
 from catalog.models import Attribute, ImportJob
 
 SAMPLE_ROWS = 3
@@ -40,7 +42,7 @@ def upload(request):
                     form.cleaned_data["new_catalog"],
                     request.user,
                 )
-            except BadFile as exc:
+            except (BadFile, FileOverLimit) as exc:
                 form.add_error("file", str(exc))
             else:
                 return redirect("catalog:import_map", pk=job.pk)
@@ -59,7 +61,7 @@ def _body_too_large(request) -> bool:
 def too_large_message(size: int) -> str:
     try:
         check_size(size, settings.CATALOG_UPLOAD_MAX_BYTES)
-    except BadFile as exc:
+    except FileOverLimit as exc:
         return str(exc)
     return "The file is over the size limit."
 
@@ -123,11 +125,11 @@ def import_map(request, pk: int):
         if form.is_valid():
             try:
                 do_save_mapping(job, _mapping_from(form))
-            except BadFile as exc:
+            except (BadMapping, WrongImportState) as exc:
                 form.add_error(None, str(exc))
             else:
                 return redirect("catalog:import_preview", pk=job.pk)
-    samples = [cells for _, cells in islice(read_rows(job.file.path, file_format_of(job)), SAMPLE_ROWS)]
+    samples = [cells for _, cells in islice(read_rows(job.file.path, job.file_format), SAMPLE_ROWS)]
     columns = [
         {
             "index": i,
@@ -177,7 +179,7 @@ def import_start(request, pk: int):
     job = get_object_or_404(ImportJob, pk=pk)
     try:
         do_start_import(job)
-    except BadFile as exc:
+    except WrongImportState as exc:
         messages.error(request, str(exc))
     return redirect("catalog:import_detail", pk=job.pk)
 

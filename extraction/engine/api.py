@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import pathlib
 import time
 from dataclasses import dataclass
@@ -28,11 +27,14 @@ from .layout import COMPOUND, FREE, NA, WORD, AttributeSpec, SchemaPrompt, doc_i
 __all__ = ["AttributeSpec", "BatchStats", "Document", "Extractor", "ValueResult", "default_model_dir"]
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-DECODERS = ("hpd", "ar", "fork", "pld")
+# ar-uncached: AR-JSON recomputing the instruction prefix for every product (the baseline before it
+# got the prefix cache HPD has; kept to measure what the cache is worth)
+DECODERS = ("hpd", "ar", "fork", "pld", "ar-uncached")
 PROMPT_LOOKUP_TOKENS = 10
 DEFAULT_BATCH = 16  # ar / fork rows per forward when the caller does not say
 LAYOUT_CANDIDATES = ((1, 16), (1, 64), (4, 4), (4, 16), (8, 2), (8, 8), (16, 1), (16, 4))  # (stack J, rows)
 PROBE_LAYOUTS = ((1, 16), (4, 4), (8, 2), (16, 1))  # 16 documents each: what choose_layout times
+PROBE_DOCUMENTS = 16
 
 
 @dataclass
@@ -66,10 +68,10 @@ class BatchStats:
 
 
 def default_model_dir() -> pathlib.Path:
-    """SLOTWISE_MODEL_DIR, else the default model that `make model` assembles from the pretrained
-    base and the committed artifact (base_model.MODEL_DIR)."""
-    env = os.environ.get("SLOTWISE_MODEL_DIR")
-    return pathlib.Path(env) if env else MODEL_DIR
+    """The default model that `make model` assembles from the pretrained base and the committed
+    artifact (base_model.MODEL_DIR). The engine never reads the environment: a caller that wants
+    another model passes its directory (the workers: settings.SLOTWISE_MODEL_DIR)."""
+    return MODEL_DIR
 
 
 def model_settings(model_dir: str | pathlib.Path) -> dict:
@@ -98,6 +100,8 @@ def calibration_temperatures(block, extractive: bool) -> dict[str, float]:
             temps[d] = float(t)
     if "fork" not in temps and "hpd" in temps:
         temps["fork"] = temps["hpd"]
+    if "ar" in temps:  # the same AR outputs, with or without the prefix cache
+        temps["ar-uncached"] = temps["ar"]
     return temps
 
 
@@ -119,6 +123,22 @@ def standin_texts() -> list[str]:
                     texts.append(rec.get("input") or rec.get("input_title") or "")
                     texts.extend(rec.get("target_scores", {}))
     return texts
+
+
+def load_model(path: pathlib.Path, named: bool, device: str, dtype, attn: str, quantize: str | None):
+    """The model directory at path (a full model or an adapter on its base), else, when no
+    directory was named, the random stand-in -> modeling.Loaded (int8-quantized when asked)."""
+    from . import modeling
+
+    if (path / "config.json").is_file() or is_adapter(path):
+        loaded = modeling.load_dir(path, device, dtype, attn)
+    elif named:
+        raise FileNotFoundError(f"no model at {path} (config.json or adapter_config.json missing)")
+    else:
+        loaded = modeling.random_standin(standin_texts(), device, dtype, attn)
+    if quantize is not None:
+        modeling.quantize(loaded.model, quantize)
+    return loaded
 
 
 class Extractor:
@@ -154,14 +174,7 @@ class Extractor:
             # a model may ask for bfloat16 on the CPU where that was measured faster at equal F1
             dtype = settings_file.get("cpu_dtype")
         self.torch_dtype = modeling.default_dtype(device, dtype)
-        if (path / "config.json").is_file() or is_adapter(path):
-            loaded = modeling.load_dir(path, device, self.torch_dtype, attn)
-        elif model_dir is not None:
-            raise FileNotFoundError(f"no model at {path} (config.json or adapter_config.json missing)")
-        else:
-            loaded = modeling.random_standin(standin_texts(), device, self.torch_dtype, attn)
-        if quantize is not None:
-            modeling.quantize(loaded.model, quantize)
+        loaded = load_model(path, model_dir is not None, device, self.torch_dtype, attn, quantize)
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
         # what it says of decoding: extractive or not, the boundary rules
         stored = settings_file if not loaded.random_standin else {}
@@ -186,7 +199,7 @@ class Extractor:
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         self._schemas: dict[tuple, SchemaPrompt] = {}
         self._prefix: dict[tuple[int, ...], object] = {}
-        self._layouts: dict[tuple, tuple[int, int]] = {}
+        self._layouts: dict[tuple, dict] = {}  # layout_timings per bucket
         self.last_layout_costs: dict[tuple[int, int], float] = {}
 
     # ------------------------------------------------------------------------------ helpers
@@ -257,19 +270,32 @@ class Extractor:
         check_servable(self.model.config, span=span + sum(schema.gaps) + 1)
 
     def choose_layout(self, schema: SchemaPrompt, ids: list[list[int]]) -> tuple[int, int]:
-        """Pick (stack J, rows) by measurement: on 16 of these documents, time the prefill and two
-        decode steps of each probe layout; cost per document = (prefill + max gap x step) / 16.
-        Each probe runs twice (the faster counts: timings on a shared machine are noisy). Cached per
-        coarse (attribute count, gap, document length) bucket, so one probe serves many calls."""
+        """Pick (stack J, rows) by measurement: cost per document = (prefill + max gap x step) / 16,
+        with the prefill and step times of each probe layout (layout_timings) and this schema's
+        largest gap. Under 16 documents every layout decodes them in one forward per step: no probe
+        (it would cost more than the decode), one document per row."""
+        if len(ids) < PROBE_DOCUMENTS:
+            return 1, PROBE_DOCUMENTS
+        timings = self.layout_timings(schema, ids)
+        gap = max(schema.gaps)
+        costs = {layout: (prefill + gap * step) / docs for layout, (prefill, step, docs) in timings.items()}
+        self.last_layout_costs = costs
+        return min(costs, key=costs.get)
+
+    def layout_timings(self, schema: SchemaPrompt, ids: list[list[int]]) -> dict:
+        """(J, R) -> (prefill seconds, seconds per decode step, documents) on 16 of these documents,
+        each probe run twice (the faster counts: timings on a shared machine are noisy). Cached per
+        coarse attribute-count bucket: a catalog of many categories pays
+        one probe per bucket, not per category (a probe costs about as much as decoding 50
+        products with the default model on this CPU)."""
         from . import hpd
 
         n = len(ids)
-        lengths = sorted(len(d) for d in ids)
-        key = (len(schema.attributes) // 8, max(schema.gaps) // 8, lengths[len(lengths) // 2] // 64, n >= 16)
+        key = len(schema.attributes) // 8
         if key in self._layouts:
             return self._layouts[key]
         pc, _ = self.prefix_cache(schema)
-        costs: dict[tuple[int, int], float] = {}
+        timings: dict[tuple[int, int], tuple[float, float, int]] = {}
         for _ in range(2):
             for J, R in PROBE_LAYOUTS:
                 if J > n:
@@ -280,14 +306,11 @@ class Extractor:
                 )
                 clock = [time.perf_counter()]
                 hpd.decode_rows(self.model, schema, pc, rows, hpd.Counters(), max_steps=2, clock=clock)
-                prefill = clock[1] - clock[0]
-                step = (clock[-1] - clock[1]) / max(len(clock) - 2, 1)
-                cost = (prefill + max(schema.gaps) * step) / len(sample)
-                costs[(J, R)] = min(cost, costs.get((J, R), cost))
-        best = min(costs, key=costs.get)
-        self.last_layout_costs = costs
-        self._layouts[key] = best
-        return best
+                measured = (clock[1] - clock[0], (clock[-1] - clock[1]) / max(len(clock) - 2, 1), len(sample))
+                if (J, R) not in timings or sum(measured[:2]) < sum(timings[(J, R)][:2]):
+                    timings[(J, R)] = measured
+        self._layouts[key] = timings
+        return timings
 
     # ------------------------------------------------------------------------------ extract
 
@@ -366,11 +389,7 @@ class Extractor:
         decoded = hpd.decode(
             self.model, schema, pc, row_docs, R, self.pad_id, counters, extractive=spans is not None
         )
-        res: list[dict[str, ValueResult]] = [{} for _ in ids]
-        for r, vals in enumerate(decoded):
-            for (j, n), v in vals.items():
-                d = r // N if decoder == "fork" else r * J + j
-                res[d][names[n]] = self._value(v, schema.rules[n])
+        res = [{names[n]: self._value(v, schema.rules[n]) for n, v in vals.items()} for vals in decoded]
         stats = BatchStats(
             counters.forward_steps,
             counters.tokens_decoded,
@@ -397,9 +416,11 @@ class Extractor:
         lookup = PROMPT_LOOKUP_TOKENS if decoder == "pld" else None
         B = 1 if lookup else (batch or DEFAULT_BATCH)
         spans = None if lookup else spans  # prompt lookup stays unconstrained
+        prefix, spent = self.prefix_cache(schema) if decoder == "ar" else (None, 0)
         outs, forwards = generate_json(
-            self.model, self.tokenizer, schema, ids, B, prompt_lookup=lookup, spans=spans
+            self.model, self.tokenizer, schema, ids, B, prompt_lookup=lookup, spans=spans, prefix_cache=prefix
         )
+        forwards += spent
         rules = dict(zip((a.name for a in schema.attributes), schema.rules, strict=True))
         res = []
         for o in outs:

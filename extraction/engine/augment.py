@@ -27,7 +27,8 @@ import string
 from collections import defaultdict
 from dataclasses import dataclass
 
-NA = "n/a"
+from extraction.domain import NA
+
 TEXT_FIELDS = ("input", "input_title", "input_description")
 
 

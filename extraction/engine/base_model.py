@@ -31,6 +31,7 @@ GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 BASE_DIR = REPO_ROOT / ".data" / "models" / "smollm2-135m"
 ARTIFACT_DIR = REPO_ROOT / "models" / "slotwise-smollm2"
 MODEL_DIR = REPO_ROOT / ".data" / "models" / "slotwise-smollm2"
+WEIGHT_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # hashed by revision_of
 STAMP = "slotwise-source.json"  # what a made directory was made from; a match means "reuse it"
 ADAPTER_CONFIG = "adapter_config.json"
 # copied as they are from the artifact into the assembled model (the weights are merged instead)
@@ -50,6 +51,20 @@ def sha256_of(path: pathlib.Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def revision_of(model_dir: pathlib.Path) -> str:
+    """Short hash of the weight / config / tokenizer files of a model directory."""
+    h = hashlib.sha256()
+    for path in sorted(model_dir.glob("*")):
+        if path.is_file() and (
+            path.suffix in (".json", ".safetensors", ".bin", ".model") or path.name in WEIGHT_FILES
+        ):
+            h.update(path.name.encode())
+            with path.open("rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+    return h.hexdigest()[:12]
 
 
 def gguf_path() -> pathlib.Path:
@@ -188,8 +203,6 @@ def merged_model(artifact: pathlib.Path, base: pathlib.Path | None = None, dtype
 
 def assemble(artifact: pathlib.Path, base: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
     """base + artifact -> a full model directory, once per (base, artifact) content."""
-    from .modeling import revision_of
-
     source = {"base": revision_of(base), "artifact": revision_of(artifact)}
     if _stamp_matches(out, source):
         log.info("model %s is current", out)

@@ -60,6 +60,21 @@ class TokenTable:
                 node = node.setdefault(b, {})
             node.setdefault(None, []).append(tid)
         self.stripped = [(p.lstrip() if p else None) for p in pieces]
+        # a value's first token, leading whitespace dropped: a trie over the stripped pieces, and the
+        # whitespace-only tokens (a value may start with one anywhere: "5000" is " ", "5", ...)
+        self.stripped_trie: dict = {}
+        self.blank: list[int] = []
+        for tid, piece in enumerate(self.stripped):
+            if piece is None:
+                continue
+            if piece == b"":
+                if pieces[tid]:
+                    self.blank.append(tid)
+                continue
+            node = self.stripped_trie
+            for b in piece:
+                node = node.setdefault(b, {})
+            node.setdefault(None, []).append(tid)
 
     @classmethod
     def from_tokenizer(cls, tokenizer) -> TokenTable:
@@ -124,24 +139,24 @@ class DocIndex:
         self._first: dict[int, list[int]] = {}
 
     def first_tokens(self, rule: int = WORD) -> list[int]:
-        """Tokens a value may start with when it starts on a ``rule`` boundary (WORD or COMPOUND;
-        computed on first use: one scan of the vocabulary per document for WORD, and COMPOUND's,
-        a subset, filtered from WORD's)."""
+        """Tokens a value may start with when it starts on a ``rule`` boundary (WORD or COMPOUND),
+        sorted: the whitespace-only tokens, and every token whose bytes, leading whitespace
+        dropped, occur in the text from an offset where a value may start (computed on first use
+        by walking the table's trie of stripped pieces from each such offset: the text's length
+        times a token's, not the vocabulary)."""
         if rule not in self._first:
-            stripped = self.table.stripped
-            if rule == WORD:
-                candidates = (t for t, piece in enumerate(stripped) if piece is not None)
-            else:
-                candidates = iter(self.first_tokens(WORD))
-            first = []
-            for tid in candidates:
-                piece = stripped[tid]
-                if piece == b"":
-                    if self.table.pieces[tid]:  # whitespace only: the value prefix, or spaces before a value
-                        first.append(tid)
-                elif piece in self.data and self.occurrences(piece, rule):
-                    first.append(tid)
-            self._first[rule] = first
+            found = set(self.table.blank)
+            data = self.data
+            for at in range(len(data)):
+                if not self.word_start(at, rule):
+                    continue
+                node = self.table.stripped_trie
+                for b in data[at:]:
+                    node = node.get(b)
+                    if node is None:
+                        break
+                    found.update(node.get(None, ()))
+            self._first[rule] = sorted(found)
         return self._first[rule]
 
     def word_start(self, at: int, rule: int = WORD) -> bool:

@@ -2,29 +2,32 @@
 of every stacked document of every batch row.
 
     prefill_prefix   shared instruction prefix, once per schema -> cache [1, H, P, D]
-    build_rows       per row: J documents (doc + keys with gaps), flattened, right-padded
+    build_rows       per row: J documents (layout.build_hpd_layout: doc + keys with gaps), padded
     prefill_rows     docs of all rows in one forward; logits at each key's last token = token 1 of every value
-    decode           per step: the open slots (compacted per row) -> next token; finished slots leave
+    decode_step      one forward for the open slots (compacted per row) -> next token; finished slots leave
     collect          tokens -> SlotValue (ids, logprobs, truncated)
+
+The slot constraint is a hook (Greedy, or Constrained over constraints.py states): it turns a step's
+log-probabilities into the chosen tokens, so prefill and steps pick tokens through one function.
 
 Cache: append-only. Memory order != position order: the step's tokens are appended at the end of
 the cache but carry positions inside their slot's gap. Beside the cache travel kv_pos / kv_doc
 (prompt entries) and gen_slot (generated entries), from which masks.py derives the mask.
 
 The fork baseline runs through the same code: one row per (document, attribute), holding the
-document, keys 0..n, and a single slot n.
+document, keys 0..n, and a single slot n. decode returns values indexed by document either way.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import torch
 
 from . import constraints, masks
 from . import extractive as span
-from .layout import PAD, PROMPT_DOC, SchemaPrompt, doc_layout
+from .layout import PAD, PROMPT_DOC, SchemaPrompt, build_hpd_layout
 from .modeling import expand_cache, forward_hidden, greedy, logprobs, new_cache
 from .token_masks import constrain
 
@@ -47,12 +50,14 @@ class SlotValue:
 
 @dataclass
 class RowDoc:
-    """One document inside a row: its token ids, how many keys to lay out, which slots to decode."""
+    """One document inside a row: its token ids, how many keys to lay out, which slots to decode,
+    and its index among the documents decoded (results come back by it)."""
 
     doc: list[int]
     n_keys: int
     slots: list[int]
     span: span.DocIndex | None = None  # the product text (extractive decoding), else None
+    index: int = 0
 
 
 @dataclass
@@ -64,7 +69,7 @@ class Counters:
     max_steps_per_row_batch: list[int] = field(default_factory=list)
 
 
-# ---------------------------------------------------------------------------------- prefill
+# ---------------------------------------------------------------------------------- rows
 
 
 @torch.no_grad()
@@ -92,166 +97,72 @@ class Rows:
     slot_valid: torch.Tensor  # [B, S] bool
     owner: list[list[tuple[int, int]]]  # [B][S] (row-doc index, attribute) of each slot
     span: list[list[span.DocIndex | None]] = field(default_factory=list)  # [B][S] documents for extractive
+    document: list[list[int]] = field(default_factory=list)  # [B][S] RowDoc.index of each slot
+
+
+def _padded(rows_: list[list], value, device) -> torch.Tensor:
+    width = max(len(r) for r in rows_)
+    return torch.tensor([r + [value] * (width - len(r)) for r in rows_], device=device)
 
 
 def build_rows(schema: SchemaPrompt, rows: list[list[RowDoc]], pad_id: int, device) -> Rows:
-    seqs, poss, docs, idx, start, gap, sdoc, owner, spans = [], [], [], [], [], [], [], [], []
-    for row in rows:
-        spans.append([rd.span for rd in row for _ in rd.slots])
-        s_ids, s_pos, s_doc, r_idx, r_start, r_gap, r_doc, r_own = [], [], [], [], [], [], [], []
-        for j, rd in enumerate(row):
-            sub = replace(
-                schema, attributes=schema.attributes[: rd.n_keys], key_ids=schema.key_ids[: rd.n_keys]
-            )
-            part = doc_layout(sub, rd.doc)
-            off = len(s_ids)
-            s_ids += part.input_ids
-            s_pos += part.position_ids
-            s_doc += [j] * len(part.input_ids)
-            for n in rd.slots:
-                r_idx.append(off + part.key_end[n])
-                r_start.append(part.slot_start[n])
-                r_gap.append(schema.attributes[n].max_tokens)
-                r_doc.append(j)
-                r_own.append((j, n))
-        seqs.append(s_ids), poss.append(s_pos), docs.append(s_doc)
-        idx.append(r_idx), start.append(r_start), gap.append(r_gap), sdoc.append(r_doc), owner.append(r_own)
-    L = max(len(s) for s in seqs)
-    S = max(len(r) for r in idx)
-
-    def pad(rows_, width, value):
-        return torch.tensor([r + [value] * (width - len(r)) for r in rows_], device=device)
-
+    lays = [
+        build_hpd_layout(schema, [rd.doc for rd in row], False, [rd.n_keys for rd in row]) for row in rows
+    ]
+    # per row: (doc in row j, attribute n) of every decoded slot, and the slot's RowDoc
+    slots = [[(j, n) for j, rd in enumerate(row) for n in rd.slots] for row in rows]
+    slot_docs = [[row[j] for j, _ in s] for row, s in zip(rows, slots, strict=True)]
+    keyed = list(zip(lays, slots, strict=True))
     return Rows(
-        input_ids=pad(seqs, L, pad_id),
-        position_ids=pad(poss, L, 0),
-        doc_ids=pad(docs, L, PAD),
-        slot_index=pad(idx, S, 0),
-        slot_start=pad(start, S, 0),
-        slot_gap=pad(gap, S, 0),
-        slot_doc=pad(sdoc, S, PAD),
-        slot_valid=pad([[True] * len(r) for r in idx], S, False),
-        owner=owner,
-        span=spans,
+        input_ids=_padded([lay.input_ids for lay in lays], pad_id, device),
+        position_ids=_padded([lay.position_ids for lay in lays], 0, device),
+        doc_ids=_padded([lay.doc_ids for lay in lays], PAD, device),
+        slot_index=_padded([[lay.key_end[j][n] for j, n in s] for lay, s in keyed], 0, device),
+        slot_start=_padded([[lay.slot_start[j][n] for j, n in s] for lay, s in keyed], 0, device),
+        slot_gap=_padded([[schema.attributes[n].max_tokens for _, n in s] for s in slots], 0, device),
+        slot_doc=_padded([[j for j, _ in s] for s in slots], PAD, device),
+        slot_valid=_padded([[True] * len(s) for s in slots], False, device),
+        owner=slots,
+        span=[[rd.span for rd in r] for r in slot_docs],
+        document=[[rd.index for rd in r] for r in slot_docs],
     )
 
 
-# ---------------------------------------------------------------------------------- decode
+# ---------------------------------------------------------------------------------- token choice hooks
 
 
-@torch.no_grad()
-def decode_rows(
-    model,
-    schema: SchemaPrompt,
-    prefix_cache,
-    rows: Rows,
-    counters: Counters,
-    max_steps: int | None = None,
-    clock: list[float] | None = None,
-    extractive: bool = False,
-) -> list[list[SlotValue]]:
-    """Prefill the rows after the shared prefix, then decode every slot greedily. -> [B][S] values.
-    max_steps stops early and clock collects a timestamp after each forward (layout cost probes).
-    extractive: decode every slot under its attribute's constraint (constraints.slot_rules: the
-    schema's rules, by default a substring of its document (RowDoc.span) or "n/a")."""
-    device, dtype = rows.input_ids.device, model.dtype
-    B, L = rows.input_ids.shape
-    S = rows.slot_index.shape[1]
-    P = len(schema.prefix_ids)
-    term = schema.terminator
+class Greedy:
+    """Unconstrained greedy choice."""
 
-    # metadata of the prompt entries: prefix then the rows' own tokens
-    pre_pos = torch.arange(P, device=device)[None].expand(B, P)
-    kv_pos = torch.cat([pre_pos, rows.position_ids], 1)  # [B, P+L]
-    kv_doc = torch.cat([torch.full((B, P), PROMPT_DOC, device=device), rows.doc_ids], 1)  # [B, P+L]
+    def choose(self, lp, row_map, order, valid):
+        """lp [B', Q, V] for query k of active row b = slot order[b, k] of batch row row_map[b],
+        valid [B', Q] (padding queries False) -> (tokens, their log-probabilities) [B', Q]."""
+        return greedy(lp)
 
-    max_gap = int(rows.slot_gap.max())
-    cache = expand_cache(prefix_cache, B, capacity=P + L + S * max_gap)  # every step appends <= S entries
-    mask = masks.prefill_mask(rows.position_ids, rows.doc_ids, kv_pos, kv_doc, dtype)  # [B, 1, L, P+L]
-    hidden = forward_hidden(model, rows.input_ids, rows.position_ids, mask, cache)  # [B, L, D]
-    counters.forward_steps += 1
-    counters.prefill_tokens += B * L
-    at_keys = torch.gather(
-        hidden, 1, rows.slot_index[:, :, None].expand(-1, -1, hidden.shape[-1])
-    )  # [B, S, D]
-    # constrained: disallowed tokens get -inf before the argmax; a value's confidence then comes from
-    # the model's log-softmax renormalized over the allowed tokens (token_masks.constrain)
-    states = slot_states(rows, schema) if extractive else None  # [B][S] constraint state or None
-    lp_keys = logprobs(model, at_keys)  # [B, S, V]
-    if states is not None:
-        lp_keys = constrain(lp_keys, [st.allowed() if st else None for r in states for st in r])
-    tok, lp = greedy(lp_keys)  # [B, S]
-    tick(clock, device)
-    if states is not None:
-        for r, toks in zip(states, tok.tolist(), strict=True):
+
+class Constrained(Greedy):
+    """Every slot under its attribute's constraint (constraints.slot_rules: by default a substring of
+    its document, RowDoc.span, or "n/a"): disallowed tokens get -inf before the argmax, and a value's
+    confidence comes from the log-softmax renormalized over the allowed tokens
+    (token_masks.constrain). Padding queries stay unconstrained."""
+
+    def __init__(self, rows: Rows, schema: SchemaPrompt):
+        self.term = schema.terminator
+        self.states = slot_states(rows, schema)  # [B][S] constraint state or None
+
+    def choose(self, lp, row_map, order, valid):
+        rmap, qs, ok = row_map.tolist(), order.tolist(), valid.tolist()
+        picked = [
+            [self.states[rmap[b]][s] if ok[b][k] else None for k, s in enumerate(qs[b])]
+            for b in range(len(qs))
+        ]
+        lp = constrain(lp, [st.allowed() if st else None for r in picked for st in r])
+        tok, tok_lp = greedy(lp)
+        for r, toks in zip(picked, tok.tolist(), strict=True):
             for st, t in zip(r, toks, strict=True):
-                if st is not None and t != term:
+                if st is not None and t != self.term:
                     st.push(t)
-
-    # the prompt part of every slot's mask row, built once; generated entries extend it per step
-    slot_pos = rows.slot_start - 1  # [B, S] position of the key's last token
-    base = masks.slot_prompt_mask(slot_pos, rows.slot_doc, kv_pos, kv_doc, dtype)  # [B, S, P+L]
-    gen_slot = torch.empty((B, 0), dtype=torch.long, device=device)  # [B, G]
-
-    out_tok = torch.full((B, S, max_gap + 1), -1, dtype=torch.long, device=device)
-    out_lp = torch.zeros((B, S, max_gap + 1), dtype=torch.float32, device=device)
-    out_tok[:, :, 0], out_lp[:, :, 0] = tok, lp
-    fed = torch.zeros((B, S), dtype=torch.long, device=device)  # value tokens fed back so far
-    open_ = rows.slot_valid & (tok != term) & (rows.slot_gap > 0)  # [B, S]
-    last, start, gap = tok, rows.slot_start, rows.slot_gap
-    row_map = torch.arange(B, device=device)  # active row -> row of the batch
-    counters.tokens_decoded += int(rows.slot_valid.sum())
-    steps = 0
-    while True:
-        n_open = open_.sum(1)  # [B']
-        q = int(n_open.max())
-        if q == 0 or (max_steps is not None and steps >= max_steps):
-            break
-        n_active = int((n_open > 0).sum())
-        if n_active <= len(row_map) // 2:  # finished rows leave: drop them from cache and state
-            keep = (n_open > 0).nonzero().squeeze(1)  # [B'']
-            counters.rows_dropped += len(row_map) - len(keep)
-            for layer in cache.layers:
-                layer.select_rows(keep)
-            base, gen_slot, open_, last, fed = base[keep], gen_slot[keep], open_[keep], last[keep], fed[keep]
-            start, gap, row_map = start[keep], gap[keep], row_map[keep]
-        # compact: open slots first in each row, padding queries after them
-        order = torch.sort((~open_).to(torch.int8), dim=1, stable=True).indices[:, :q]  # [B', Q]
-        valid = torch.gather(open_, 1, order)  # [B', Q]
-        ids = torch.gather(last, 1, order)  # [B', Q]
-        pos = torch.gather(start + fed, 1, order)  # [B', Q]
-        gen_slot = torch.cat([gen_slot, torch.where(valid, order, PAD)], 1)  # [B', G+Q]
-        mask = masks.step_mask(base, gen_slot, order, valid)  # [B', 1, Q, P+L+G+Q]
-        hidden = forward_hidden(model, ids, pos, mask, cache)  # [B', Q, D]
-        counters.forward_steps += 1
-        steps += 1
-        lp_step = logprobs(model, hidden)  # [B', Q, V]
-        if states is not None:  # open slots only; padding queries stay unconstrained
-            rmap, qs, ok = row_map.tolist(), order.tolist(), valid.tolist()
-            picked = [
-                [states[rmap[b]][s] if ok[b][k] else None for k, s in enumerate(qs[b])]
-                for b in range(len(qs))
-            ]
-            lp_step = constrain(lp_step, [st.allowed() if st else None for r in picked for st in r])
-        new_tok, new_lp = greedy(lp_step)  # [B', Q]
-        tick(clock, device)
-        if states is not None:
-            for r, toks in zip(picked, new_tok.tolist(), strict=True):
-                for st, t in zip(r, toks, strict=True):
-                    if st is not None and t != term:
-                        st.push(t)
-        counters.tokens_decoded += int(valid.sum())
-
-        hit = torch.zeros_like(open_).scatter_(1, order, valid)  # [B', S] slots that got a token
-        full_tok = torch.zeros_like(last).scatter_(1, order, new_tok)
-        full_lp = torch.zeros(hit.shape, dtype=new_lp.dtype, device=device).scatter_(1, order, new_lp)
-        fed = fed + hit.long()
-        out_tok[row_map, :, steps] = torch.where(hit, full_tok, out_tok[row_map, :, steps])
-        out_lp[row_map, :, steps] = torch.where(hit, full_lp, out_lp[row_map, :, steps])
-        last = torch.where(hit, full_tok, last)
-        open_ = open_ & (last != term) & (fed < gap)
-    counters.max_steps_per_row_batch.append(steps)
-    return collect(out_tok.tolist(), out_lp.tolist(), rows.slot_valid.tolist(), term)
+        return tok, tok_lp
 
 
 def slot_states(rows: Rows, schema: SchemaPrompt) -> list[list[object | None]]:
@@ -269,6 +180,138 @@ def slot_states(rows: Rows, schema: SchemaPrompt) -> list[list[object | None]]:
         states += [None] * (len(valid[b]) - len(states))
         out.append(states)
     return out
+
+
+# ---------------------------------------------------------------------------------- decode
+
+
+@dataclass
+class Decoding:
+    """One batch of rows while its slots decode. Rows whose slots all finished leave (drop_finished):
+    row_map says which batch row each active row is; out_tok / out_lp stay indexed by batch row."""
+
+    cache: object
+    base: torch.Tensor  # [B', S, P+L] the prompt part of every slot's mask row
+    gen_slot: torch.Tensor  # [B', G] slot of each generated cache entry (PAD: padding query)
+    open_: torch.Tensor  # [B', S] slots still decoding
+    last: torch.Tensor  # [B', S] each slot's last token
+    fed: torch.Tensor  # [B', S] value tokens fed back so far
+    start: torch.Tensor  # [B', S] position of each slot's first value token
+    gap: torch.Tensor  # [B', S] token budget
+    row_map: torch.Tensor  # [B'] active row -> row of the batch
+    out_tok: torch.Tensor  # [B, S, G+1] chosen tokens (-1 = none)
+    out_lp: torch.Tensor  # [B, S, G+1] their log-probabilities
+    steps: int = 0
+
+
+def prefill_rows(model, schema: SchemaPrompt, prefix_cache, rows: Rows, hook: Greedy, counters: Counters):
+    """Prefill the rows after the shared prefix; every slot's first token comes from its key's last
+    token. -> the Decoding state."""
+    device, dtype = rows.input_ids.device, model.dtype
+    B, L = rows.input_ids.shape
+    S = rows.slot_index.shape[1]
+    P = len(schema.prefix_ids)
+    # metadata of the prompt entries: prefix then the rows' own tokens
+    kv_pos = torch.cat([torch.arange(P, device=device)[None].expand(B, P), rows.position_ids], 1)  # [B, P+L]
+    kv_doc = torch.cat([torch.full((B, P), PROMPT_DOC, device=device), rows.doc_ids], 1)  # [B, P+L]
+    max_gap = int(rows.slot_gap.max())
+    cache = expand_cache(prefix_cache, B, capacity=P + L + S * max_gap)  # every step appends <= S entries
+    mask = masks.prefill_mask(rows.position_ids, rows.doc_ids, kv_pos, kv_doc, dtype)  # [B, 1, L, P+L]
+    hidden = forward_hidden(model, rows.input_ids, rows.position_ids, mask, cache)  # [B, L, D]
+    counters.forward_steps += 1
+    counters.prefill_tokens += B * L
+    counters.tokens_decoded += int(rows.slot_valid.sum())
+    at_keys = torch.gather(
+        hidden, 1, rows.slot_index[:, :, None].expand(-1, -1, hidden.shape[-1])
+    )  # [B, S, D]
+    all_rows = torch.arange(B, device=device)
+    every_slot = torch.arange(S, device=device)[None].expand(B, S)
+    tok, lp = hook.choose(logprobs(model, at_keys), all_rows, every_slot, rows.slot_valid)  # [B, S]
+    out_tok = torch.full((B, S, max_gap + 1), -1, dtype=torch.long, device=device)
+    out_lp = torch.zeros((B, S, max_gap + 1), dtype=torch.float32, device=device)
+    out_tok[:, :, 0], out_lp[:, :, 0] = tok, lp
+    return Decoding(
+        cache=cache,
+        # the prompt part of every slot's mask row (slot_start - 1: its key's last token), built once;
+        # generated entries extend it per step
+        base=masks.slot_prompt_mask(rows.slot_start - 1, rows.slot_doc, kv_pos, kv_doc, dtype),  # [B, S, P+L]
+        gen_slot=torch.empty((B, 0), dtype=torch.long, device=device),
+        open_=rows.slot_valid & (tok != schema.terminator) & (rows.slot_gap > 0),
+        last=tok,
+        fed=torch.zeros((B, S), dtype=torch.long, device=device),
+        start=rows.slot_start,
+        gap=rows.slot_gap,
+        row_map=all_rows,
+        out_tok=out_tok,
+        out_lp=out_lp,
+    )
+
+
+def drop_finished(d: Decoding, n_open: torch.Tensor, counters: Counters) -> None:
+    """Once half the active rows have finished, drop the finished ones from the cache and the state
+    (fewer rows in every later forward)."""
+    if int((n_open > 0).sum()) > len(d.row_map) // 2:
+        return
+    keep = (n_open > 0).nonzero().squeeze(1)  # [B'']
+    counters.rows_dropped += len(d.row_map) - len(keep)
+    for layer in d.cache.layers:
+        layer.select_rows(keep)
+    for name in ("base", "gen_slot", "open_", "last", "fed", "start", "gap", "row_map"):
+        setattr(d, name, getattr(d, name)[keep])
+
+
+def decode_step(model, d: Decoding, hook: Greedy, term: int, counters: Counters) -> None:
+    """One forward for every open slot: its last token in, its next token out."""
+    q = int(d.open_.sum(1).max())
+    # compact: open slots first in each row, padding queries after them
+    order = torch.sort((~d.open_).to(torch.int8), dim=1, stable=True).indices[:, :q]  # [B', Q]
+    valid = torch.gather(d.open_, 1, order)  # [B', Q]
+    ids = torch.gather(d.last, 1, order)  # [B', Q]
+    pos = torch.gather(d.start + d.fed, 1, order)  # [B', Q]
+    d.gen_slot = torch.cat([d.gen_slot, torch.where(valid, order, PAD)], 1)  # [B', G+Q]
+    mask = masks.step_mask(d.base, d.gen_slot, order, valid)  # [B', 1, Q, P+L+G+Q]
+    hidden = forward_hidden(model, ids, pos, mask, d.cache)  # [B', Q, D]
+    counters.forward_steps += 1
+    counters.tokens_decoded += int(valid.sum())
+    d.steps += 1
+    new_tok, new_lp = hook.choose(logprobs(model, hidden), d.row_map, order, valid)  # [B', Q]
+    hit = torch.zeros_like(d.open_).scatter_(1, order, valid)  # [B', S] slots that got a token
+    full_tok = torch.zeros_like(d.last).scatter_(1, order, new_tok)
+    full_lp = torch.zeros(hit.shape, dtype=new_lp.dtype, device=hit.device).scatter_(1, order, new_lp)
+    d.fed = d.fed + hit.long()
+    d.out_tok[d.row_map, :, d.steps] = torch.where(hit, full_tok, d.out_tok[d.row_map, :, d.steps])
+    d.out_lp[d.row_map, :, d.steps] = torch.where(hit, full_lp, d.out_lp[d.row_map, :, d.steps])
+    d.last = torch.where(hit, full_tok, d.last)
+    d.open_ = d.open_ & (d.last != term) & (d.fed < d.gap)
+
+
+@torch.no_grad()
+def decode_rows(
+    model,
+    schema: SchemaPrompt,
+    prefix_cache,
+    rows: Rows,
+    counters: Counters,
+    max_steps: int | None = None,
+    clock: list[float] | None = None,
+    extractive: bool = False,
+) -> list[list[SlotValue]]:
+    """Prefill the rows after the shared prefix, then decode every slot greedily. -> [B][S] values.
+    max_steps stops early and clock collects a timestamp after each forward (layout cost probes).
+    extractive: decode every slot under its attribute's constraint (Constrained)."""
+    device = rows.input_ids.device
+    hook = Constrained(rows, schema) if extractive else Greedy()
+    d = prefill_rows(model, schema, prefix_cache, rows, hook, counters)
+    tick(clock, device)
+    while max_steps is None or d.steps < max_steps:
+        n_open = d.open_.sum(1)  # [B']
+        if int(n_open.max()) == 0:
+            break
+        drop_finished(d, n_open, counters)
+        decode_step(model, d, hook, schema.terminator, counters)
+        tick(clock, device)
+    counters.max_steps_per_row_batch.append(d.steps)
+    return collect(d.out_tok.tolist(), d.out_lp.tolist(), rows.slot_valid.tolist(), schema.terminator)
 
 
 def tick(clock: list[float] | None, device) -> None:
@@ -308,7 +351,7 @@ def hpd_rows(
     spans: extractive.doc_index of each document's text (needed for extractive decoding)."""
     all_slots = list(range(n_attr))
     spans_ = spans if spans is not None else [None] * len(docs)
-    docs_ = [RowDoc(d, n_attr, all_slots, sp) for d, sp in zip(docs, spans_, strict=True)]
+    docs_ = [RowDoc(d, n_attr, all_slots, sp, i) for i, (d, sp) in enumerate(zip(docs, spans_, strict=True))]
     return [docs_[i : i + stack] for i in range(0, len(docs_), stack)]
 
 
@@ -317,7 +360,11 @@ def fork_rows(
 ) -> list[list[RowDoc]]:
     """One row per (document, attribute): the document, keys 0..n, slot n (the fork baseline)."""
     spans_ = spans if spans is not None else [None] * len(docs)
-    return [[RowDoc(d, n + 1, [n], sp)] for d, sp in zip(docs, spans_, strict=True) for n in range(n_attr)]
+    return [
+        [RowDoc(d, n + 1, [n], sp, i)]
+        for i, (d, sp) in enumerate(zip(docs, spans_, strict=True))
+        for n in range(n_attr)
+    ]
 
 
 def decode(
@@ -329,13 +376,16 @@ def decode(
     pad_id: int,
     counters: Counters,
     extractive: bool = False,
-) -> list[dict[tuple[int, int], SlotValue]]:
-    """Decode rows batch_rows at a time -> per row {(row-doc index, attribute): value}."""
+) -> list[dict[int, SlotValue]]:
+    """Decode rows batch_rows at a time -> per document (RowDoc.index) {attribute: value}."""
     device = next(model.parameters()).device
-    out: list[dict[tuple[int, int], SlotValue]] = []
+    out: list[dict[int, SlotValue]] = [
+        {} for _ in range(1 + max((rd.index for row in rows for rd in row), default=-1))
+    ]
     for i in range(0, len(rows), batch_rows):
         chunk = build_rows(schema, rows[i : i + batch_rows], pad_id, device)
         values = decode_rows(model, schema, prefix_cache, chunk, counters, extractive=extractive)
-        for own, vals in zip(chunk.owner, values, strict=True):
-            out.append({o: v for o, v in zip(own, vals, strict=False)})
+        for own, docs, vals in zip(chunk.owner, chunk.document, values, strict=True):
+            for (_, n), d, v in zip(own, docs, vals, strict=False):
+                out[d][n] = v
     return out

@@ -24,11 +24,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from extraction.domain import NA  # absent attribute
+
 # where a value may start / end in extractive decoding (extractive.DocIndex.word_start / word_end):
 # anywhere, at a word boundary, or at a boundary of words joined by - / ' . ("Lennix-M", "5.5")
 FREE, WORD, COMPOUND = 0, 1, 2
 
-NA = "n/a"  # absent attribute
 VALUE_END = (
     "<|eov|>"  # the value terminator when the tokenizer has it (else eos), in HPD slots and AR-JSON alike
 )
@@ -198,12 +199,13 @@ class DocLayout:
     slot_start: list[int]  # N: position of the first value token of slot n (p_n + 1)
 
 
-def doc_layout(schema: SchemaPrompt, doc: list[int], gaps: list[int] | None = None) -> DocLayout:
-    gaps = schema.gaps if gaps is None else gaps
+def doc_layout(schema: SchemaPrompt, doc: list[int], n_keys: int | None = None) -> DocLayout:
+    """The document, then keys 0..n_keys-1 (default: every key), each followed by its slot's gap."""
+    n = len(schema.key_ids) if n_keys is None else n_keys
     pos = len(schema.prefix_ids)
     ids, positions, key_end, slot_start = list(doc), list(range(pos, pos + len(doc))), [], []
     pos += len(doc)
-    for key, gap in zip(schema.key_ids, gaps, strict=True):
+    for key, gap in zip(schema.key_ids[:n], schema.gaps[:n], strict=True):
         ids += key
         positions += list(range(pos, pos + len(key)))
         pos += len(key)
@@ -226,11 +228,16 @@ class HPDLayout:
     slot_start: list[list[int]] = field(default_factory=list)  # [J][N] position of value n's first token
 
 
-def build_hpd_layout(schema: SchemaPrompt, docs: list[list[int]], with_prefix: bool = True) -> HPDLayout:
-    """Stack the documents (token ids from doc_ids) after one prefix.
+def build_hpd_layout(
+    schema: SchemaPrompt, docs: list[list[int]], with_prefix: bool = True, n_keys: list[int] | None = None
+) -> HPDLayout:
+    """Stack the documents (token ids from doc_ids) after one prefix: the one row builder of HPD
+    decoding (hpd.build_rows), the fork baseline and training (train.build_row).
 
     with_prefix=False leaves the prefix out of memory (it lives in a shared cache) but keeps its
     length in the positions; indices in key_end then count from the first document token.
+    n_keys: how many keys each document lays out (the fork baseline: keys 0..n for slot n);
+    default every key.
     """
     pre = schema.prefix_ids if with_prefix else []
     out = HPDLayout(
@@ -241,7 +248,7 @@ def build_hpd_layout(schema: SchemaPrompt, docs: list[list[int]], with_prefix: b
         len(schema.prefix_ids),
     )
     for j, doc in enumerate(docs):
-        part = doc_layout(schema, doc)
+        part = doc_layout(schema, doc, None if n_keys is None else n_keys[j])
         offset = len(out.input_ids)
         out.input_ids += part.input_ids
         out.position_ids += part.position_ids
@@ -252,43 +259,6 @@ def build_hpd_layout(schema: SchemaPrompt, docs: list[list[int]], with_prefix: b
     return out
 
 
-@dataclass
-class HPDTrainingExample:
-    """An HPD prompt with every gold value appended (teacher forcing), for one forward pass."""
-
-    input_ids: list[int]  # [T]
-    position_ids: list[int]  # [T]
-    doc_ids: list[int]  # [T]
-    slot_ids: list[int]  # [T]
-    labels: list[int]  # [T] next-token target at each index, -100 where no loss
-
-
-def hpd_training_example(
-    tokenizer: Tokenizer, schema: SchemaPrompt, docs: list[str], values: list[list[str]]
-) -> HPDTrainingExample:
-    """values[j][n] = gold text of attribute n in document j (NA when absent).
-
-    Value n's tokens v1..vK are appended at positions p_n+1..p_n+K with slot id n; labels put v1 on
-    the last key token, v(i+1) on v(i), and the terminator on vK. Use masks.hpd_mask over
-    (position_ids, doc_ids, slot_ids) as the attention mask, exactly as at inference.
-    """
-    layout = build_hpd_layout(schema, [doc_ids(tokenizer, d) for d in docs])
-    ids, pos = list(layout.input_ids), list(layout.position_ids)
-    doc, slot = list(layout.doc_ids), list(layout.slot_ids)
-    labels = [-100] * len(ids)
-    for j, row in enumerate(values):
-        for n, text in enumerate(row):
-            target = value_ids(tokenizer, text, schema.terminator, schema.attributes[n].max_tokens)
-            labels[layout.key_end[j][n]] = target[0]
-            for k, tok in enumerate(target[:-1]):
-                ids.append(tok)
-                pos.append(layout.slot_start[j][n] + k)
-                doc.append(j)
-                slot.append(n)
-                labels.append(target[k + 1])
-    return HPDTrainingExample(ids, pos, doc, slot, labels)
-
-
 # ---------------------------------------------------------------------------------- AR-JSON layout
 
 
@@ -297,16 +267,36 @@ def build_ar_prompt(schema: SchemaPrompt, doc: list[int]) -> list[int]:
     return schema.prefix_ids + list(doc)
 
 
-def ar_target(tokenizer: Tokenizer, schema: SchemaPrompt, values: list[str]) -> list[int]:
-    """What the AR model should write after build_ar_prompt: keys and values, '"}', eos.
-    Each value keeps its terminator when that is VALUE_END (not eos): '"Brand": "Diesel<|eov|>", ...'."""
-    out: list[int] = []
-    keep = 0 if schema.value_end_in_ar else -1
-    for n, text in enumerate(values):
-        out += schema.key_ids[n]
-        ids = value_ids(tokenizer, text, schema.terminator, schema.attributes[n].max_tokens)
-        out += ids if keep == 0 else ids[:-1]
-    return out + schema.end_ids + [schema.ar_eos]
+@dataclass
+class ARTarget:
+    """What the AR model writes after build_ar_prompt: keys and values, '"}', eos."""
+
+    ids: list[int]
+    keep: list[bool]  # per id: carries loss (not the "n/a" placeholder of an unjudged attribute)
+    values: list[tuple[int, list[int]]]  # per judged value: (offset of its first id, its ids)
+
+
+def ar_target(tokenizer: Tokenizer, schema: SchemaPrompt, gold: dict[str, str | None]) -> ARTarget:
+    """The AR-JSON target for gold (attribute name -> value text, NA when absent, None or missing
+    when unjudged: written "n/a" without loss). Each value keeps its terminator when that is
+    VALUE_END (not eos), '"Brand": "Diesel<|eov|>", ...': HPD slot 0 and AR value 0 see the same
+    context, so both predict the same token after the value. Values are never cut (training
+    writes them whole; at inference ar.ExtractiveProcessor ends a value at its gap)."""
+    ids: list[int] = []
+    keep: list[bool] = []
+    values: list[tuple[int, list[int]]] = []
+    for n, spec in enumerate(schema.attributes):
+        value = gold.get(spec.name)
+        ids += schema.key_ids[n]
+        keep += [True] * len(schema.key_ids[n])
+        vids = value_ids(tokenizer, NA if value is None else value, schema.terminator)
+        vids = vids if schema.value_end_in_ar else vids[:-1]
+        if value is not None:
+            values.append((len(ids), vids))
+        ids += vids
+        keep += [value is not None] * len(vids)
+    tail = [*schema.end_ids, schema.ar_eos]
+    return ARTarget(ids + tail, keep + [True] * len(tail), values)
 
 
 def ar_max_new_tokens(schema: SchemaPrompt) -> int:

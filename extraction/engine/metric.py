@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-NA = "n/a"
+from extraction.domain import NA
+
 OUTCOMES = ("VC", "VW", "NV", "VN", "NN")
 
 

@@ -4,7 +4,6 @@ random stand-ins (tokenizer + model built in code; no downloads)."""
 
 from __future__ import annotations
 
-import hashlib
 import pathlib
 from dataclasses import dataclass
 
@@ -18,6 +17,8 @@ from transformers import (
 )
 from transformers.cache_utils import DynamicLayer
 
+from .base_model import revision_of
+
 
 class UnsupportedModel(ValueError):
     """The engine cannot decode this model exactly (HPD.md: refuse rather than decode wrongly)."""
@@ -26,7 +27,6 @@ class UnsupportedModel(ValueError):
 # ---------------------------------------------------------------------------------- loading
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-WEIGHT_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 
 
 @dataclass
@@ -42,20 +42,6 @@ def default_dtype(device: str, dtype: str | None) -> torch.dtype:
     if dtype is not None:
         return DTYPES[dtype]
     return torch.bfloat16 if str(device).startswith("cuda") else torch.float32
-
-
-def revision_of(model_dir: pathlib.Path) -> str:
-    """Short hash of the weight / config / tokenizer files of a model directory."""
-    h = hashlib.sha256()
-    for path in sorted(model_dir.glob("*")):
-        if path.is_file() and (
-            path.suffix in (".json", ".safetensors", ".bin", ".model") or path.name in WEIGHT_FILES
-        ):
-            h.update(path.name.encode())
-            with path.open("rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h.update(chunk)
-    return h.hexdigest()[:12]
 
 
 def load_dir(model_dir: pathlib.Path, device: str, dtype: torch.dtype, attn: str) -> Loaded:

@@ -4,6 +4,8 @@ plain causal mask."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -11,6 +13,8 @@ from extraction.engine import layout, masks, modeling
 from extraction.engine.token_masks import constrain
 
 torch.set_num_threads(1)  # tiny models: threads only add contention on a shared 2-core machine
+# where the tiny models run: cpu here; scripts/gpu_check.sh runs the exactness tests with cuda
+DEVICE = os.environ.get("SLOTWISE_TEST_DEVICE", "cpu")
 
 FAMILIES = [
     "llama",
@@ -57,7 +61,7 @@ def tiny_model(family: str, tokenizer, attn: str = "sdpa", **kw):
     size = dict(TINY, **FAMILY_SIZE.get(family, {}), **kw)
     if family == "gpt_neox":
         size.pop("num_key_value_heads")
-    return modeling.random_model(family, tokenizer, attn=attn, seed=0, **size)
+    return modeling.random_model(family, tokenizer, attn=attn, seed=0, **size).to(DEVICE)
 
 
 def with_terminator(schema: layout.SchemaPrompt, term: int) -> layout.SchemaPrompt:
@@ -78,7 +82,8 @@ def reference_decode(
         schema.terminator,
     )
     lay = layout.build_hpd_layout(sub, [doc])
-    ids, pos = torch.tensor([lay.input_ids]), torch.tensor([lay.position_ids])
+    device = next(model.parameters()).device
+    ids, pos = torch.tensor([lay.input_ids], device=device), torch.tensor([lay.position_ids], device=device)
     T = ids.shape[1]
     cache = modeling.new_cache()
 
@@ -89,7 +94,7 @@ def reference_decode(
         return modeling.greedy(lp)[0]
 
     tok = pick(
-        modeling.forward_hidden(model, ids, pos, masks.causal_mask(1, T, T, model.dtype, "cpu"), cache)
+        modeling.forward_hidden(model, ids, pos, masks.causal_mask(1, T, T, model.dtype, device), cache)
     )
     start, gap, out = lay.slot_start[0][n], schema.attributes[n].max_tokens, []
     for k in range(gap + 1):
@@ -101,8 +106,9 @@ def reference_decode(
         if state is not None:
             state.push(int(tok))
         T += 1
-        mask = masks.causal_mask(1, 1, T, model.dtype, "cpu")
-        tok = pick(modeling.forward_hidden(model, tok.view(1, 1), torch.tensor([[start + k]]), mask, cache))
+        mask = masks.causal_mask(1, 1, T, model.dtype, device)
+        at = torch.tensor([[start + k]], device=device)
+        tok = pick(modeling.forward_hidden(model, tok.view(1, 1), at, mask, cache))
     raise AssertionError("unreachable")
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from extraction.__main__ import main
+from extraction.cli import main
 from extraction.engine.api import (
     AttributeSpec,
     BatchStats,
@@ -79,10 +79,11 @@ def test_unknown_decoder_and_missing_dir_are_clear_errors(extractor, tmp_path):
         Extractor(tmp_path / "nothing")
 
 
-def test_default_model_dir_reads_the_environment(monkeypatch, tmp_path):
+def test_default_model_dir_is_the_made_model_whatever_the_environment(monkeypatch, tmp_path):
+    # the engine never reads the environment: SLOTWISE_MODEL_DIR is the web side's setting, which
+    # hands the workers' Extractor its directory (tests/test_architecture.py checks the setting)
     monkeypatch.setenv("SLOTWISE_MODEL_DIR", str(tmp_path))
-    assert default_model_dir() == tmp_path
-    monkeypatch.delenv("SLOTWISE_MODEL_DIR")
+    assert default_model_dir() != tmp_path
     assert default_model_dir().parts[-3:] == (
         ".data",
         "models",
@@ -179,10 +180,20 @@ def test_bfloat16_runs_every_decoder(model_dir):
 
 def test_auto_layout_is_measured_and_cached(extractor):
     extractor._layouts.clear()
+    _, stats = extractor.extract(DOCS * 2, SPECS)  # 8 documents: one forward whatever the layout
+    assert stats.layout == "stack=1 rows=16" and not extractor._layouts  # so no probe
     _, stats = extractor.extract(DOCS * 4, SPECS)
     assert stats.layout.startswith("stack=") and extractor.last_layout_costs
     assert all(cost > 0 for cost in extractor.last_layout_costs.values())
     assert len(extractor._layouts) == 1
+    # another category's schema with longer gaps, same bucket: no new probe, the same timings
+    # costed with its own largest gap (more decode steps per document)
+    first = dict(extractor.last_layout_costs)
+    longer = [AttributeSpec("Material", max_tokens=24), AttributeSpec("Size", max_tokens=20)]
+    extractor.extract(DOCS * 4, longer)
+    assert len(extractor._layouts) == 1
+    assert extractor.last_layout_costs.keys() == first.keys()
+    assert all(extractor.last_layout_costs[k] > first[k] for k in first)
 
 
 def test_int8_quantization_replaces_the_linear_layers_and_still_decodes(model_dir):

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import torch
 
+from extraction.cli import add_train_parser
 from extraction.engine import base_model
-from extraction.engine.train import add_train_parser, run_train
+from extraction.engine.train import run_train
 
 from .test_train import DOCS, write_toy_data
 

@@ -9,8 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
-from extraction.__main__ import main
-from extraction.engine import calibration
+from extraction.cli import main
+from extraction.engine import api, calibration
 from extraction.engine.api import AttributeSpec, Document, Extractor, calibration_temperatures
 
 from .conftest import TEXTS
@@ -81,7 +81,13 @@ def test_fit_without_enough_signal_is_the_identity():
 
 def test_calibration_block_reading():
     assert calibration_temperatures(None, True) == {}
-    assert calibration_temperatures({"hpd": 2.0, "ar": 1.5}, True) == {"hpd": 2.0, "ar": 1.5, "fork": 2.0}
+    # fork follows hpd; AR without the prefix cache writes the same outputs as AR, so it follows ar
+    assert calibration_temperatures({"hpd": 2.0, "ar": 1.5}, True) == {
+        "hpd": 2.0,
+        "ar": 1.5,
+        "fork": 2.0,
+        "ar-uncached": 1.5,
+    }
     assert calibration_temperatures({"hpd": 2.0, "fork": 1.2}, False)["fork"] == 1.2
     assert calibration_temperatures({"hpd": 2.0, "extractive": True}, False) == {}  # other decoding mode
     assert calibration_temperatures({"hpd": -1, "ar": "x", "pld": True, "products": 10}, True) == {}
@@ -100,8 +106,8 @@ def test_the_extractor_applies_the_stored_temperature(model_dir, tmp_path):
     raw_ex = Extractor(model_dir)
     cal_ex = Extractor(calibrated)
     off_ex = Extractor(calibrated, calibrate=False)
-    assert cal_ex.temperatures == {"hpd": 2.5, "ar": 0.5, "fork": 2.5}
-    for decoder, t in (("hpd", 2.5), ("fork", 2.5), ("ar", 0.5), ("pld", None)):
+    assert cal_ex.temperatures == {"hpd": 2.5, "ar": 0.5, "fork": 2.5, "ar-uncached": 0.5}
+    for decoder, t in (("hpd", 2.5), ("fork", 2.5), ("ar", 0.5), ("ar-uncached", 0.5), ("pld", None)):
         raw, _ = raw_ex.extract(DOCS, SPECS, decoder=decoder, stack=1, batch=2)
         cal, _ = cal_ex.extract(DOCS, SPECS, decoder=decoder, stack=1, batch=2)
         off, _ = off_ex.extract(DOCS, SPECS, decoder=decoder, stack=1, batch=2)
@@ -192,7 +198,7 @@ def test_wilson_interval_and_the_precision_curve():
 
 
 def test_fit_calibration_refuses_the_random_standin(tmp_path, monkeypatch):
-    monkeypatch.setenv("SLOTWISE_MODEL_DIR", str(tmp_path / "none"))
+    monkeypatch.setattr(api, "MODEL_DIR", tmp_path / "none")  # no made model: the random stand-in
     data = tmp_path / "d.jsonl"
     data.write_text(
         json.dumps({"input": TEXTS[0], "category": "S", "target_scores": {"Brand": {"Diesel": 1}}})

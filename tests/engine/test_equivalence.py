@@ -10,12 +10,12 @@ import torch
 
 from extraction.engine import hpd, layout, masks
 
-from .conftest import ATTRS, FAMILIES, TEXTS, reference_decode, tiny_model, with_terminator
+from .conftest import ATTRS, DEVICE, FAMILIES, TEXTS, reference_decode, tiny_model, with_terminator
 
 
 def run_hpd(model, schema, docs, stack: int, rows: int, counters=None) -> list[list[hpd.SlotValue]]:
     """-> values[d][n] in document order."""
-    pc = hpd.prefill_prefix(model, schema.prefix_ids, "cpu")
+    pc = hpd.prefill_prefix(model, schema.prefix_ids, DEVICE)
     decoded = hpd.decode(
         model,
         schema,
@@ -25,11 +25,7 @@ def run_hpd(model, schema, docs, stack: int, rows: int, counters=None) -> list[l
         0,
         counters or hpd.Counters(),
     )
-    out = []
-    for r in decoded:
-        for j in sorted({j for j, _ in r}):
-            out.append([r[(j, n)] for n in range(len(schema.attributes))])
-    return out
+    return [[doc[n] for n in range(len(schema.attributes))] for doc in decoded]
 
 
 def frequent_terminator(model, schema, docs) -> int:
@@ -92,23 +88,24 @@ def test_it_gives_the_same_values_stacked_and_unstacked(attn, tokenizer):
 
 def test_forward_steps_are_the_longest_value_plus_one(tokenizer):
     model, schema, docs = setup("llama", "sdpa", tokenizer)
-    pc = hpd.prefill_prefix(model, schema.prefix_ids, "cpu")
+    pc = hpd.prefill_prefix(model, schema.prefix_ids, DEVICE)
     counters = hpd.Counters()
     decoded = hpd.decode(model, schema, pc, hpd.hpd_rows(docs, 3, 3), 1, 0, counters)
-    longest = max(len(v.ids) for v in decoded[0].values())
+    longest = max(len(v.ids) for doc in decoded for v in doc.values())
     assert counters.forward_steps == longest + 1
 
 
 def test_fork_rows_decode_the_same_values(tokenizer):
     model, schema, docs = setup("qwen3", "sdpa", tokenizer)
-    pc = hpd.prefill_prefix(model, schema.prefix_ids, "cpu")
+    pc = hpd.prefill_prefix(model, schema.prefix_ids, DEVICE)
     counters = hpd.Counters()
     forked = hpd.decode(model, schema, pc, hpd.fork_rows(docs, 3), 9, 0, counters)
     assert counters.rows_dropped > 0  # rows whose slot finished left the decode; values unchanged
     values = run_hpd(model, schema, docs, stack=2, rows=2)
-    for r, row in enumerate(forked):
-        d, n = divmod(r, 3)
-        assert row[(0, n)].ids == values[d][n].ids
+    assert [sorted(doc) for doc in forked] == [[0, 1, 2]] * len(docs)  # every value of every document
+    for d, doc in enumerate(forked):
+        for n, v in doc.items():
+            assert v.ids == values[d][n].ids
 
 
 # ---------------------------------------------------------------------------------- negative controls
@@ -117,7 +114,7 @@ def test_fork_rows_decode_the_same_values(tokenizer):
 def leaky_values_step_mask(base, gen_slot, q_slot, q_valid):
     """Wrong on purpose: every generated entry of the row is visible to every value."""
     rows = torch.gather(base, 1, q_slot[:, :, None].expand(-1, -1, base.shape[-1]))
-    gen = torch.zeros((*q_slot.shape, gen_slot.shape[1]), dtype=base.dtype)
+    gen = torch.zeros((*q_slot.shape, gen_slot.shape[1]), dtype=base.dtype, device=base.device)
     gen.masked_fill_((gen_slot < 0)[:, None, :].expand_as(gen), torch.finfo(base.dtype).min)
     return torch.cat([rows, gen], dim=-1)[:, None]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from extraction.__main__ import main
+from extraction.cli import main
 from extraction.engine import data
 
 HEADER = "id\timages\tcategory\ttexts\tattribute_names\tattribute_values\n"

@@ -164,18 +164,19 @@ def test_hpd_values_are_spans_of_their_document_or_na(tokenizer):
     assert plain == decode_hpd(model, schema, hpd.hpd_rows(docs, 3, 2), False)  # spans alone change nothing
     out = decode_hpd(model, schema, hpd.hpd_rows(docs, 3, 2, spans), True)
     seen = 0
-    for r, row in enumerate(out):
-        for (j, _n), v in row.items():
-            doc = spans[r * 2 + j]
+    for d, row in enumerate(out):
+        for v in row.values():
+            doc = spans[d]
             assert v.ids == schema.na_ids or is_span(tokenizer, v.ids, doc), (v.ids, doc.data)
             assert len(v.logprobs) >= 1 and all(lp <= 1e-6 for lp in v.logprobs)
             seen += 1
     assert seen == len(docs) * 3
     assert out != plain  # the random model's free values are not spans: the constraint acted
     forked = decode_hpd(model, schema, hpd.fork_rows(docs, 3, spans), True)
-    for r, row in enumerate(forked):
-        d, n = divmod(r, 3)
-        assert row[(0, n)].ids == out[d // 2][(d % 2, n)].ids  # fork shares HPD's code path
+    assert len(forked) == len(out) == len(docs)
+    for d, row in enumerate(forked):
+        for n, v in row.items():
+            assert v.ids == out[d][n].ids  # fork shares HPD's code path
 
 
 def forced_token(gen: list[int], schema) -> int | None:
@@ -291,17 +292,17 @@ def test_word_end_attributes_end_on_a_word_in_hpd_and_ar(tokenizer):
     free = decode_hpd(model, schema, hpd.hpd_rows(docs, 3, 2, spans), True)
     out = decode_hpd(model, flagged, hpd.hpd_rows(docs, 3, 2, spans), True)
     mid_word = 0
-    for r, (row, row_free) in enumerate(zip(out, free, strict=True)):
-        for (j, n), v in row.items():
-            doc = spans[r * 2 + j]
+    for d, (row, row_free) in enumerate(zip(out, free, strict=True)):
+        for n, v in row.items():
+            doc = spans[d]
             if v.ids != schema.na_ids and n != 1 and not v.truncated:  # a gap may cut a value anywhere
                 assert ends_a_word(tokenizer, v.ids, doc), tokenizer.decode(v.ids)
             if v.ids != schema.na_ids and n == 2:
                 text = tokenizer.decode(v.ids, skip_special_tokens=True).strip().encode()
                 assert doc.occurrences(text, COMPOUND), text
             if n == 1:
-                assert v.ids == row_free[(j, n)].ids  # an unflagged attribute is untouched
-            free_ids = row_free[(j, n)].ids
+                assert v.ids == row_free[n].ids  # an unflagged attribute is untouched
+            free_ids = row_free[n].ids
             mid_word += free_ids != schema.na_ids and not ends_a_word(tokenizer, free_ids, doc)
     assert mid_word > 0  # without the flag the random model does stop inside words
     # AR-JSON: the processor reads the same flags (and, like HPD, cuts a value at its gap)
@@ -327,3 +328,39 @@ def test_word_end_attributes_end_on_a_word_in_hpd_and_ar(tokenizer):
                 text = tokenizer.decode(v, skip_special_tokens=True).strip().encode()
                 assert doc.occurrences(text, COMPOUND), text
     assert checked > 0
+
+
+def first_tokens_by_scan(doc: DocIndex, rule: int) -> list[int]:
+    """DocIndex.first_tokens the slow way: every token of the vocabulary tested on its own."""
+    out = []
+    for tid, piece in enumerate(doc.table.stripped):
+        if piece is None:
+            continue
+        if piece == b"":
+            if doc.table.pieces[tid]:
+                out.append(tid)
+        elif piece in doc.data and doc.occurrences(piece, rule):
+            out.append(tid)
+    return out
+
+
+def test_first_tokens_from_the_trie_are_those_of_a_scan_of_the_whole_vocabulary():
+    # the default model's byte-level tokenizer (49k tokens), on real titles with compounds,
+    # numbers, punctuation and non-ASCII text
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained("models/slotwise-smollm2")
+    texts = [
+        "Lennix-M Men's Black/White High-Top Sneakers, Size 10.5 (EU 44)",
+        "Maxwell House Original Roast Ground Coffee, 30.6 oz. Canister",
+        "Crème brûlée 5.5\" — 2x 100ml L'Oréal Paris",
+        *TEXTS,
+    ]
+    checked = 0
+    for text in texts:
+        doc = doc_index(tokenizer, text)
+        for rule in (WORD, COMPOUND):
+            fast = doc.first_tokens(rule)
+            assert fast == first_tokens_by_scan(doc, rule), (text, rule)
+            checked += len(fast)
+    assert checked > 1000  # real vocabularies allow many first tokens per title

@@ -1,11 +1,13 @@
-"""Prompt layout: gaps, restarts, AR target / parsing, and the training example agreeing with a
-teacher-forced per-value reference (so training sees exactly what inference computes)."""
+"""Prompt layout: gaps, restarts, AR target / parsing, and the training row (HPD documents) agreeing
+with a teacher-forced per-value reference (so training sees exactly what inference computes)."""
 
 from __future__ import annotations
 
 import torch
 
 from extraction.engine import layout, masks, modeling
+from extraction.engine.training_corpus import Example
+from extraction.engine.training_rows import build_row
 
 from .conftest import ATTRS, TEXTS, tiny_model
 
@@ -30,7 +32,7 @@ def test_positions_jump_by_each_gap_and_restart_per_document(tokenizer):
 
 def test_ar_target_parses_back_to_the_values(tokenizer):
     schema = layout.schema_prompt(tokenizer, ATTRS)
-    target = layout.ar_target(tokenizer, schema, ["Diesel", "n/a", "10-46"])
+    target = layout.ar_target(tokenizer, schema, {"Brand": "Diesel", "Color": "n/a", "Size": "10-46"}).ids
     assert schema.terminator == tokenizer.convert_tokens_to_ids(layout.VALUE_END) != tokenizer.eos_token_id
     assert target[-1] == tokenizer.eos_token_id  # the object ends with eos ...
     assert target.count(schema.terminator) == 3  # ... and every value with the value terminator
@@ -62,7 +64,12 @@ def test_training_example_matches_a_teacher_forced_reference(tokenizer):
     model = tiny_model("qwen3", tokenizer, "eager")
     schema = layout.schema_prompt(tokenizer, ATTRS)
     values = [["Diesel", "n/a", "High-Top"], ["n/a", "green", "100 count"]]
-    ex = layout.hpd_training_example(tokenizer, schema, TEXTS[:2], values)
+    names = [a.name for a in ATTRS]
+    gold = [
+        Example(text, "Shoes", dict(zip(names, row, strict=True)))
+        for text, row in zip(TEXTS[:2], values, strict=True)
+    ]
+    ex = build_row(tokenizer, ATTRS, gold, [])  # the training row: HPD documents, values teacher-forced
     t = lambda x: torch.tensor([x])  # noqa: E731
     mask = masks.hpd_mask(t(ex.position_ids), t(ex.doc_ids), t(ex.slot_ids), torch.float32)
     lp = modeling.logprobs(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from extraction.__main__ import main
+from extraction.cli import main
 from extraction.engine import data, normalized_gold
 
 TITLES = ["Acme Desk 47-1/4 in wide, oak", "Bolt Shelf 36 inch walnut", "Acme Table 20 in, pine"]
@@ -70,7 +70,7 @@ def test_evaluate_scores_normalized_gold_and_reports_the_extracted_f1(model_dir,
 
 def test_a_number_in_the_gold_unit_scores_against_normalized_gold_and_its_text_against_extracted(tmp_path):
     from extraction.engine.api import ValueResult
-    from extraction.engine.evaluate import Run, score_normalized, with_gold
+    from extraction.engine.evaluate_runs import Run, score_normalized, with_gold
 
     write_set(tmp_path)
     products = data.load(tmp_path / "train_normalized.jsonl")

@@ -10,6 +10,7 @@ import random
 import pytest
 import torch
 
+from extraction.cli import add_train_parser
 from extraction.engine import augment, hpd, masks
 from extraction.engine.extractive import COMPOUND, FREE, WORD
 from extraction.engine.layout import (
@@ -22,19 +23,11 @@ from extraction.engine.layout import (
 )
 from extraction.engine.modeling import expand_cache, forward_hidden, logprobs
 from extraction.engine.tokenizer_train import build_tokenizer
-from extraction.engine.train import (
-    Example,
-    RowConfig,
-    RowSampler,
-    add_train_parser,
-    build_row,
-    collate,
-    load_corpus,
-    new_model,
-    run_train,
-    training_logits,
-    value_terminator,
-)
+from extraction.engine.train import run_train
+from extraction.engine.training_corpus import Example, load_corpus
+from extraction.engine.training_losses import training_logits
+from extraction.engine.training_model import new_model
+from extraction.engine.training_rows import RowConfig, RowSampler, build_row, collate, value_terminator
 
 DOCS = [
     "Ellie Shoes Women's 8400, Red Patent, 14 M US",
@@ -179,7 +172,7 @@ def test_ar_part_equals_plain_causal_forward(tokenizer):
         logits, labels = training_logits(model, batch, only_labeled=False)
     schema = schema_prompt(tokenizer, specs)
     prompt = build_ar_prompt(schema, doc_ids(tokenizer, ex.text))
-    target = ar_target(tokenizer, schema, [ex.gold[n] for n in NAMES])
+    target = ar_target(tokenizer, schema, {n: ex.gold[n] for n in NAMES}).ids
     seq = torch.tensor([prompt + target])
     with torch.no_grad():
         ref = model(input_ids=seq).logits[0].float()
@@ -342,7 +335,7 @@ def toy_args(data: list[str], out, splits, *extra: str):
 
 
 def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
-    from extraction.__main__ import main  # the command as typed: `python -m extraction train ...`
+    from extraction.cli import main  # the command as typed: `python -m extraction train ...`
 
     out = tmp_path / "model"
     argv = toy_argv(
@@ -385,7 +378,7 @@ def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
 
 
 def test_boundary_attributes_are_those_whose_training_values_end_or_start_on_one():
-    from extraction.engine.train import Corpus, boundary_attributes, on_boundary
+    from extraction.engine.training_corpus import Corpus, boundary_attributes, on_boundary
 
     assert on_boundary("Mens Loafer", "Men") is False
     assert on_boundary("Mens Loafer, Men", "Men") is True  # one occurrence at a word end is enough
@@ -547,7 +540,7 @@ def test_choices_are_what_extractive_decoding_allows_at_each_value_token(tokeniz
 
 def test_extractive_loss_is_cross_entropy_under_the_decoders_renormalization(tokenizer):
     from extraction.engine import extractive
-    from extraction.engine.train import extractive_loss
+    from extraction.engine.training_losses import extractive_loss
 
     model = tiny_model(tokenizer)
     specs = [AttributeSpec(n, max_tokens=16) for n in NAMES]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from extraction.engine import augment as aug
 from extraction.engine.splits import IMPLICIT, load_split, resolve_data_dirs
-from extraction.engine.train import RowConfig, RowSampler, load_corpus, verbatim_share
+from extraction.engine.training_corpus import load_corpus, verbatim_share
+from extraction.engine.training_rows import RowConfig, RowSampler
 from tests.engine.test_evaluate_implicitave import HEADER, ROWS
 from tests.engine.test_train import tokenizer, write_toy_data  # noqa: F401 (fixture)
 

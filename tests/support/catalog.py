@@ -3,7 +3,7 @@
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from catalog.importer import run_import
+from catalog.imports.run import run_import
 from catalog.models import Category, ImportJob
 from catalog.schemas import AttributeData, do_import_schema
 

@@ -94,6 +94,29 @@ def test_it_reads_the_sign_in_limits_from_the_environment():
     assert manage("shell", "-v0", "-c", show, **custom).stdout.split() == ["8", "1:30:00"]
 
 
+def test_it_reads_the_model_directory_and_the_run_settings_from_the_environment(tmp_path):
+    show = (
+        "from django.conf import settings as s; "
+        "print(s.SLOTWISE_MODEL_DIR, s.EXTRACTION_LEASE_SECONDS, ','.join(s.EXTRACTION_MODEL_DIRS) or '-')"
+    )
+    model_dir, lease, others = manage("shell", "-v0", "-c", show, **PRODUCTION_ENV).stdout.split()
+    assert Path(model_dir).parts[-3:] == (".data", "models", "slotwise-smollm2") and (lease, others) == (
+        "30",
+        "-",
+    )
+    custom = {
+        **PRODUCTION_ENV,
+        "SLOTWISE_MODEL_DIR": str(tmp_path),
+        "EXTRACTION_LEASE_SECONDS": "6",
+        "EXTRACTION_MODEL_DIRS": "/models/a, /models/b",
+    }
+    assert manage("shell", "-v0", "-c", show, **custom).stdout.split() == [
+        str(tmp_path),
+        "6",
+        "/models/a,/models/b",
+    ]
+
+
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
@@ -103,6 +126,7 @@ def test_it_reads_the_sign_in_limits_from_the_environment():
         ("CPU_PRICE_PER_HOUR", "free", "CPU_PRICE_PER_HOUR='free' is not a number"),
         ("LOGIN_FAILURE_LIMIT", "0", "LOGIN_FAILURE_LIMIT='0' must be at least 1"),
         ("LOGIN_COOLOFF_MINUTES", "soon", "LOGIN_COOLOFF_MINUTES='soon' is not an integer"),
+        ("EXTRACTION_LEASE_SECONDS", "2", "EXTRACTION_LEASE_SECONDS='2' must be at least 3"),
         ("DATABASE_URL", "mysql://u@h/db", "DATABASE_URL scheme 'mysql' is not PostgreSQL"),
         ("DATABASE_URL", "postgres://u@h:5432/", "DATABASE_URL has no database name"),
     ],

@@ -17,9 +17,9 @@ from django.core.files import File
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from catalog.csv_files import inspect_file
-from catalog.import_mapping import guess_mapping
-from catalog.importer import run_import
+from catalog.imports.map import guess_mapping
+from catalog.imports.read import inspect_file
+from catalog.imports.run import run_import
 from catalog.models import Catalog, Category, ImportJob
 from catalog.schemas import AttributeData, do_import_schema
 

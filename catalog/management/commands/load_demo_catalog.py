@@ -6,9 +6,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from catalog.csv_files import inspect_file
-from catalog.import_mapping import guess_mapping
-from catalog.importer import import_file
+from catalog.imports.map import guess_mapping
+from catalog.imports.read import inspect_file
+from catalog.imports.write import import_file
 from catalog.models import Catalog
 from catalog.schemas import do_import_schema
 

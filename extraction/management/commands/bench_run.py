@@ -1,6 +1,11 @@
 """Products per second end to end (queue -> worker -> PostgreSQL) beside the engine alone.
 
-    .venv/bin/python manage.py bench_run --products 1000
+    .venv/bin/python manage.py bench_run --products 1000             # the demo catalog's products
+    .venv/bin/python manage.py bench_run --catalog synthetic          # one synthetic schema
+
+The products are the demo catalog's real titles, 10 categories with a schema each, taken one
+category after the other (bench_catalogs.py; past its 400 products the titles repeat), or the fault
+drill's synthetic sneakers (one schema, 3 attributes).
 
 The engine alone decodes the same products in this process, in the same batches the worker leases
 (same model, device, decoder and stacking); the end-to-end figure is one real Celery worker process
@@ -18,9 +23,10 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from extraction import config, drill, worker_processes
+from extraction import bench_catalogs, config, drill
 from extraction.models import Run
 from extraction.services import RunRequest, do_start_run
+from extraction.worker import processes as worker_processes
 
 MAX_OVERHEAD = 0.15
 
@@ -30,7 +36,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--products", type=int, default=1000)
-        parser.add_argument("--batch-size", type=int, default=None, help=f"default {config.batch_size()}")
+        parser.add_argument(
+            "--batch-size", type=int, default=None, help=f"default {settings.EXTRACTION_BATCH_SIZE}"
+        )
         parser.add_argument(
             "--stack", type=int, default=None, help="documents per HPD prompt (default: engine's choice)"
         )
@@ -39,15 +47,37 @@ class Command(BaseCommand):
             "--repeats", type=int, default=2, help="turns of engine-alone and end-to-end passes"
         )
         parser.add_argument("--timeout", type=float, default=3600)
+        parser.add_argument(
+            "--catalog",
+            choices=["demo", "synthetic"],
+            default="demo",
+            help="the demo catalog's real products in 10 categories (default) or synthetic sneakers",
+        )
 
     def handle(
-        self, *args, products: int, batch_size, stack, decoder: str, repeats: int, timeout: float, **o
+        self,
+        *args,
+        products: int,
+        batch_size,
+        stack,
+        decoder: str,
+        repeats: int,
+        timeout: float,
+        catalog,
+        **o,
     ):
         if products < 1:
             raise CommandError("--products must be at least 1")
-        batch_size = batch_size or config.batch_size()
-        catalog = drill.drill_catalog(f"Bench ({products} products)", products)
-        warmup = drill.drill_catalog(f"Bench warm-up ({batch_size} products)", batch_size)
+        batch_size = batch_size or settings.EXTRACTION_BATCH_SIZE
+        source = catalog
+        if source == "demo":
+            catalog = bench_catalogs.demo_bench_catalog(f"Bench demo ({products} products)", products)
+            # a batch of each category: every schema's layout probe and prefix happen in the warm-up
+            warmup_size = batch_size * catalog.products.values("category").distinct().count()
+            warmup = bench_catalogs.demo_bench_catalog(f"Bench demo warm-up ({warmup_size})", warmup_size)
+        else:
+            catalog = drill.drill_catalog(f"Bench ({products} products)", products)
+            warmup = drill.drill_catalog(f"Bench warm-up ({batch_size} products)", batch_size)
         request = {"decoder": decoder, "batch_size": batch_size, "stack": stack}
 
         log_dir = settings.BASE_DIR / ".data" / "bench"
@@ -79,6 +109,8 @@ class Command(BaseCommand):
             json.dumps(
                 {
                     "products": products,
+                    "catalog": source,
+                    "categories": catalog.products.values("category").distinct().count(),
                     "decoder": decoder,
                     "batch_size": batch_size,
                     "stack": stack,
@@ -97,25 +129,36 @@ class Command(BaseCommand):
             raise SystemExit(1)
 
     def _engine_alone(self, catalog, request: dict) -> float:
-        """The engine on the same products, in the worker's batches, in this process."""
-        from extraction import decoding
+        """The engine on the same products, in this process, in the worker's batches: a lease holds
+        products of one schema, in id order (WorkItem's lease order)."""
         from extraction.engine.api import Document
+        from extraction.worker import decoding
 
         extractor = decoding.extractor_for(config.BUNDLED, settings.SLOTWISE_DEVICE)
-        products = list(catalog.products.order_by("id"))
-        attributes = decoding.attribute_specs(products[0].category.current_schema.id)
+        products = list(catalog.products.select_related("category").order_by("id"))
+        schema_of: dict[int, int] = {}  # category -> its current schema, as the run froze it
+        by_schema: dict[int, list] = {}
+        for p in products:
+            if p.category_id not in schema_of:
+                schema_of[p.category_id] = p.category.current_schema.id
+            by_schema.setdefault(schema_of[p.category_id], []).append(p)
+        size = request["batch_size"]
         batches = [
-            products[i : i + request["batch_size"]] for i in range(0, len(products), request["batch_size"])
+            (schema_id, group[i : i + size])
+            for schema_id, group in sorted(by_schema.items())
+            for i in range(0, len(group), size)
         ]
+        attributes = {schema_id: decoding.attribute_specs(schema_id) for schema_id in by_schema}
 
-        def decode(batch):
+        def decode(schema_id, batch):
             docs = [Document(p.sku, p.document) for p in batch]
-            extractor.extract(docs, attributes, decoder=request["decoder"], stack=request["stack"])
+            extractor.extract(docs, attributes[schema_id], decoder=request["decoder"], stack=request["stack"])
 
-        decode(batches[0])  # warm-up: layout measurement and caches, as the worker's warm-up run does
+        for schema_id, group in by_schema.items():  # warm-up: each schema's layout probe and prefix
+            decode(schema_id, group[:size])
         started = time.perf_counter()
-        for batch in batches:
-            decode(batch)
+        for schema_id, batch in batches:
+            decode(schema_id, batch)
         return len(products) / (time.perf_counter() - started)
 
     def _run(self, request: RunRequest, timeout: float) -> Run:
@@ -123,7 +166,7 @@ class Command(BaseCommand):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             run.refresh_from_db()
-            if run.status not in Run.ACTIVE_STATUSES:
+            if not run.is_active:
                 if run.status != Run.Status.DONE:
                     raise CommandError(f"run {run.id} ended {run.status}: {run.error}")
                 return run

@@ -1,0 +1,178 @@
+"""Row checks shared by the preview and the import: one row in, a clean product or its errors out."""
+
+import json
+import re
+from dataclasses import dataclass
+
+from catalog.imports.map import Mapping
+from catalog.models import Attribute, Category, Product
+
+SKU_MAX = Product._meta.get_field("sku").max_length
+TITLE_MAX = Product._meta.get_field("title").max_length
+DESCRIPTION_MAX = 20_000
+KNOWN_VALUE_MAX = 500
+NUMBER = re.compile(r"^[-+]?(\d+([.,]\d*)?|[.,]\d+)(\s*\S.*)?$")
+# Plain strings: comparing with the TextChoices members costs an enum lookup per value.
+NUMBER_KIND, ENUM_KIND, BOOLEAN_KIND = (
+    str(k.value) for k in (Attribute.Kind.NUMBER, Attribute.Kind.ENUM, Attribute.Kind.BOOLEAN)
+)
+TRUE_WORDS = {"yes", "true", "1", "y"}
+FALSE_WORDS = {"no", "false", "0", "n"}
+
+
+@dataclass(frozen=True)
+class RowError:
+    row: int
+    sku: str
+    column: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class CleanRow:
+    row: int
+    sku: str
+    title: str
+    description: str
+    category_id: int
+    category_name: str
+    known: dict
+
+    def known_json(self) -> str:
+        return json.dumps(self.known, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class CategoryInfo:
+    id: int
+    name: str
+    attributes: dict  # lower-case name -> (name, kind, allowed values)
+
+
+def load_categories() -> dict[str, CategoryInfo]:
+    """Every category by lower-case name, with its current schema's attributes."""
+    infos = {}
+    for category in Category.objects.prefetch_related("schema_versions__attributes"):
+        versions = sorted(category.schema_versions.all(), key=lambda v: v.version)
+        attributes = versions[-1].attributes.all() if versions else []
+        infos[category.name.lower()] = CategoryInfo(
+            id=category.id,
+            name=category.name,
+            attributes={
+                a.name.lower(): (a.name, str(a.kind), list(a.allowed_values or [])) for a in attributes
+            },
+        )
+    return infos
+
+
+class RowChecker:
+    """Checks rows in file order; remembers SKUs so a repeated SKU is an error on its later rows."""
+
+    def __init__(self, header: list[str], mapping: Mapping, categories: dict[str, CategoryInfo]):
+        self.header = header
+        self.mapping = mapping
+        self.categories = categories
+        self.fixed_category = next(
+            (info for info in categories.values() if info.id == mapping.fixed_category_id), None
+        )
+        self.first_row_of_sku: dict[str, int] = {}
+
+    def _cell(self, cells: list[str], index: int | None) -> str:
+        return cells[index].strip() if index is not None and index < len(cells) else ""
+
+    def _column(self, index: int | None, fallback: str) -> str:
+        return self.header[index] if index is not None else fallback
+
+    def check(self, row: int, cells: list[str]) -> tuple[CleanRow | None, list[RowError]]:
+        m = self.mapping
+        sku = self._cell(cells, m.sku)
+        errors: list[RowError] = []
+
+        def error(index: int | None, reason: str, column: str = ""):
+            errors.append(RowError(row, sku[:200], column or self._column(index, ""), reason))
+
+        if len(cells) != len(self.header):
+            error(None, f"has {len(cells)} fields; the header has {len(self.header)}", "(whole row)")
+            return None, errors
+        if any("\x00" in cell for cell in cells):
+            error(None, "contains a NUL character", "(whole row)")
+            return None, errors
+        title = self._cell(cells, m.title)
+        description = self._cell(cells, m.description)
+        if not sku:
+            error(m.sku, "SKU is empty")
+        elif len(sku) > SKU_MAX:
+            error(m.sku, f"SKU is {len(sku)} characters long; at most {SKU_MAX} are allowed")
+        elif sku in self.first_row_of_sku:
+            error(m.sku, f"duplicate SKU {sku!r}: row {self.first_row_of_sku[sku]} has it already")
+        else:
+            self.first_row_of_sku[sku] = row
+        if not title:
+            error(m.title, "title is empty")
+        elif len(title) > TITLE_MAX:
+            error(m.title, f"title is {len(title)} characters long; at most {TITLE_MAX} are allowed")
+        if len(description) > DESCRIPTION_MAX:
+            error(
+                m.description,
+                f"description is {len(description)} characters long; at most {DESCRIPTION_MAX} are allowed",
+            )
+        category = self._category(cells, error)
+        known = self._known_values(cells, category, error)
+        if errors or category is None:
+            return None, errors
+        return CleanRow(row, sku, title, description, category.id, category.name, known), []
+
+    def _category(self, cells, error) -> CategoryInfo | None:
+        if self.mapping.category is None:
+            if self.fixed_category is None:
+                error(None, "no category: map a category column or choose one category", "category")
+            return self.fixed_category
+        name = self._cell(cells, self.mapping.category)
+        if not name:
+            error(self.mapping.category, "category is empty")
+            return None
+        info = self.categories.get(name.lower())
+        if info is None:
+            error(self.mapping.category, f"unknown category {name!r}: create it on the Schemas page first")
+        return info
+
+    def _known_values(self, cells, category: CategoryInfo | None, error) -> dict:
+        known = {}
+        for index, attribute_name in self.mapping.known.items():
+            value = self._cell(cells, index)
+            if not value:
+                continue
+            if len(value) > KNOWN_VALUE_MAX:
+                error(index, f"value is {len(value)} characters long; at most {KNOWN_VALUE_MAX} are allowed")
+                continue
+            spec = category.attributes.get(attribute_name.lower()) if category else None
+            if spec is None:
+                known[attribute_name] = value
+                continue
+            name, kind, allowed = spec
+            checked = _typed_value(value, kind, allowed)
+            if checked is None:
+                error(index, _type_reason(value, name, kind, allowed))
+            else:
+                known[name] = checked
+        return known
+
+
+def _typed_value(value: str, kind: str, allowed: list[str]) -> str | None:
+    if kind == NUMBER_KIND:
+        return value if NUMBER.match(value) else None
+    if kind == ENUM_KIND:
+        return next((choice for choice in allowed if choice.lower() == value.lower()), None)
+    if kind == BOOLEAN_KIND:
+        lowered = value.lower()
+        return "yes" if lowered in TRUE_WORDS else "no" if lowered in FALSE_WORDS else None
+    return value
+
+
+def _type_reason(value: str, name: str, kind: str, allowed: list[str]) -> str:
+    if kind == NUMBER_KIND:
+        return f"{value!r} is not a number ({name} is a number attribute)"
+    if kind == ENUM_KIND:
+        shown = ", ".join(allowed[:10]) + (", ..." if len(allowed) > 10 else "")
+        return f"{value!r} is not an allowed value of {name} ({shown})"
+    return f"{value!r} is not yes/no ({name} is a boolean attribute)"

@@ -1,0 +1,77 @@
+"""The run step: the Celery task runs a queued import to the end (catalog.tasks calls run_import).
+
+The whole file is one transaction: if anything fails midway (the database goes away, the disk
+fails) nothing of this import is stored, and the job says why it failed.
+"""
+
+import logging
+from pathlib import Path
+
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
+
+from catalog.imports.errors import BadFile
+from catalog.imports.map import Mapping
+from catalog.imports.progress import ProgressWriter
+from catalog.imports.read import count_rows
+from catalog.imports.write import import_file, save_errors
+from catalog.models import Catalog, ImportJob, ImportRowError
+
+logger = logging.getLogger(__name__)
+
+
+def run_import(job_id: int) -> ImportJob | None:
+    """Run a queued import to the end; the job records the summary or why it failed."""
+    job = ImportJob.objects.filter(pk=job_id).select_related("catalog").first()
+    if job is None or job.status not in {ImportJob.Status.QUEUED, ImportJob.Status.RUNNING}:
+        return job
+    try:
+        total = count_rows(Path(job.file.path), job.file_format)
+    except (OSError, UnicodeDecodeError, BadFile) as exc:
+        return _fail(job_id, f"The file could not be read again: {exc}")
+    ImportJob.objects.filter(pk=job_id).update(
+        status=ImportJob.Status.RUNNING, started_at=timezone.now(), total_rows=total, processed_rows=0
+    )
+    try:
+        with ProgressWriter(job_id) as progress, transaction.atomic():
+            # One import per catalog at a time: a second one waits here instead of interleaving.
+            Catalog.objects.select_for_update().get(pk=job.catalog_id)
+            ImportRowError.objects.filter(job_id=job_id).delete()
+            counts = import_file(
+                Path(job.file.path),
+                job.file_format,
+                Mapping.from_json(job.mapping),
+                job.catalog_id,
+                on_errors=lambda errors, cells: save_errors(job, errors, cells),
+                progress=progress,
+            )
+            ImportJob.objects.filter(pk=job_id).update(
+                status=ImportJob.Status.DONE,
+                processed_rows=total,
+                created_count=counts.created,
+                updated_count=counts.updated,
+                skipped_count=counts.skipped,
+                finished_at=timezone.now(),
+            )
+    except (DatabaseError, OSError, UnicodeDecodeError) as exc:
+        logger.exception("import %s failed; its transaction was rolled back", job_id)
+        return _fail(job_id, f"The import stopped midway and nothing was stored: {exc}".strip())
+    # Every row now lives in the products or in the error report; the upload is no longer needed.
+    job.file.delete(save=False)
+    return ImportJob.objects.get(pk=job_id)
+
+
+def _fail(job_id: int, message: str) -> ImportJob | None:
+    # The failed transaction may have taken the connection with it; start from a fresh one.
+    if not connection.in_atomic_block:
+        connection.close_if_unusable_or_obsolete()
+    ImportJob.objects.filter(pk=job_id).update(
+        status=ImportJob.Status.FAILED,
+        message=message[:2000],
+        processed_rows=0,
+        created_count=0,
+        updated_count=0,
+        skipped_count=0,
+        finished_at=timezone.now(),
+    )
+    return ImportJob.objects.filter(pk=job_id).first()

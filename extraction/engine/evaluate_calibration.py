@@ -1,0 +1,80 @@
+"""evaluate --fit-calibration: one confidence temperature per decoder, fitted on this run's
+values and those of earlier --json outputs (--calibration-with), written to slotwise.json."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+from . import calibration
+from .api import model_settings
+from .evaluate_runs import Run, UsageError
+from .evaluate_tables import write
+
+
+def calibration_inputs(args, ex) -> tuple[bool, list[dict]]:
+    """(--fit-calibration, the earlier outputs to pool), checked against the model ex serves."""
+    fit = getattr(args, "fit_calibration", False)
+    pooled = getattr(args, "calibration_with", None) or []
+    if pooled and not fit:
+        raise UsageError("--calibration-with needs --fit-calibration")
+    if fit and ex.random_standin:
+        raise UsageError("--fit-calibration needs a model directory (got the random stand-in)")
+    try:
+        return fit, [pooled_points(path, ex.model_name, ex.extractive) for path in pooled]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def pooled_points(path: str, model_name: str, extractive: bool) -> dict:
+    """An earlier --json output's calibration points, checked to be of this model and decoding mode."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    if "calibration_points" not in data:
+        raise ValueError(f"{path}: no calibration_points (written by an older evaluate?)")
+    if data.get("model") != model_name or bool(data.get("extractive")) != bool(extractive):
+        raise ValueError(
+            f"{path}: model {data.get('model')!r} extractive={data.get('extractive')} does not match "
+            f"{model_name!r} extractive={extractive}"
+        )
+    return data
+
+
+def data_name(path: str) -> str:
+    p = pathlib.Path(path)
+    return f"{p.parent.name}/{p.name}"
+
+
+def write_calibration(model_dir, best: dict[str, Run], n: int, data: str, earlier, extractive):
+    """Fit T per decoder on this run's points and the pooled ones; store it in slotwise.json."""
+    path = pathlib.Path(model_dir) / "slotwise.json"
+    conf = model_settings(model_dir)
+    block: dict = {}
+    points: dict[str, int] = {}
+    curves: dict[str, list] = {}
+    for d, run in best.items():
+        confs = [c for _, c, _ in run.points]
+        correct = [y for _, _, y in run.points]
+        for e in earlier:
+            for c, y in e["calibration_points"].get(d, []):
+                confs.append(float(c))
+                correct.append(bool(y))
+        block[d] = round(calibration.fit_temperature(confs, correct), 6)
+        points[d] = len(confs)
+        curves[d] = calibration.precision_curve(confs, correct, block[d])
+    block.update(
+        {
+            "extractive": bool(extractive),
+            "products": n + sum(int(e.get("products", 0)) for e in earlier),
+            "data": [data_name(data)] + [data_name(e.get("data", "?")) for e in earlier],
+            "points": points,
+            "fit": "sigmoid(logit(c) / T), T by NLL over values on judged pairs (correct iff VC)",
+            # per decoder: [threshold, precision, values, Wilson 95% low, high] over the same values,
+            # confidences calibrated with that T (calibration.precision_curve)
+            "precision_curve": curves,
+        }
+    )
+    conf["calibration"] = block
+    path.write_text(json.dumps(conf, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    temps = ", ".join(f"{d} T={block[d]:.3f} ({points[d]} values)" for d in best)
+    write(f"calibration written to {path}: {temps}; data {', '.join(block['data'])}")

@@ -1,0 +1,127 @@
+"""The training losses, all from one forward pass with the HPD mask: cross-entropy on the value
+tokens and terminators (both formats), the extractive loss over the tokens extractive decoding
+allows, and the language-model loss on the documents' own text."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import torch
+
+from .masks import hpd_mask
+from .training_rows import IGNORE
+
+log = logging.getLogger("extraction.train")
+
+
+def training_hidden(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The training forward: one pass with the HPD mask -> last hidden states [B, T, H]."""
+    device = next(model.parameters()).device
+    dtype = next(model.parameters()).dtype
+    b = {k: batch[k].to(device) for k in ("input_ids", "position_ids", "doc_ids", "slot_ids")}
+    mask = hpd_mask(b["position_ids"], b["doc_ids"], b["slot_ids"], dtype)
+    return (
+        causal_lm(model)
+        .base_model(
+            input_ids=b["input_ids"], position_ids=b["position_ids"], attention_mask=mask, use_cache=False
+        )
+        .last_hidden_state
+    )
+
+
+def training_logits(
+    model, batch: dict[str, torch.Tensor], only_labeled: bool = True, hidden=None, key="labels"
+):
+    """The training forward -> (logits [M, V] float32, labels [M]) for batch[key] ("labels": value
+    tokens; "lm_labels": document text). hidden: training_hidden's output, to reuse one forward.
+
+    With only_labeled, logits are computed only where a label is (M = labeled tokens); else for
+    all tokens ([B*T, V], labels -100 where none).
+    """
+    if hidden is None:
+        hidden = training_hidden(model, batch)
+    labels = batch[key].to(hidden.device)
+    if only_labeled:
+        sel = labels != IGNORE
+        hidden, labels = hidden[sel], labels[sel]
+    else:
+        hidden, labels = hidden.reshape(-1, hidden.shape[-1]), labels.reshape(-1)
+    logits = causal_lm(model).get_output_embeddings()(hidden).float()
+    return logits, labels
+
+
+def causal_lm(model):
+    """The causal LM under a peft wrapper (its LoRA layers sit inside it), or the model itself."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+def extractive_loss(logits: torch.Tensor, labels: torch.Tensor, choices: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy over only the tokens extractive decoding allows at each value token: the
+    choice the decoder really makes (which word of the document starts the value, where it ends,
+    or n/a), so the model learns to rank the document's words rather than the whole vocabulary.
+    Tokens the decoder does not constrain (rows of all True) are left to the ordinary loss."""
+    constrained = ~choices.all(dim=1)
+    if not bool(constrained.any()):
+        return logits.new_zeros(())
+    masked = logits[constrained].masked_fill(~choices[constrained], float("-inf"))
+    return torch.nn.functional.cross_entropy(masked, labels[constrained])
+
+
+def step_losses(model, batch: dict[str, torch.Tensor], cfg, device: str) -> dict:
+    """The loss terms of one step, from one forward pass: "value" (cross-entropy on the value
+    tokens and terminators, both formats), "extractive" and "lm" when their weights are on. cfg: the
+    phase's train.TrainConfig (autocast, extractive_weight, lm_weight)."""
+    with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=cfg.autocast == "bf16"):
+        hidden = training_hidden(model, batch)
+        logits, labels = training_logits(model, batch, hidden=hidden)
+        if cfg.lm_weight > 0:
+            lm_logits, lm_labels = training_logits(model, batch, hidden=hidden, key="lm_labels")
+    logits = logits.float()
+    terms = {"value": torch.nn.functional.cross_entropy(logits, labels)}
+    if cfg.extractive_weight > 0:
+        terms["extractive"] = extractive_loss(logits, labels, batch["choices"].to(logits.device))
+    if cfg.lm_weight > 0 and len(lm_labels):
+        terms["lm"] = torch.nn.functional.cross_entropy(lm_logits.float(), lm_labels)
+    return terms
+
+
+def total_loss(terms: dict[str, torch.Tensor], cfg) -> torch.Tensor:
+    """The loss a step descends: the value loss plus each other term at its weight in cfg."""
+    loss = terms["value"]
+    if "extractive" in terms:
+        loss = loss + cfg.extractive_weight * terms["extractive"]
+    if "lm" in terms:
+        loss = loss + cfg.lm_weight * terms["lm"]
+    return loss
+
+
+@dataclass
+class LossLog:
+    """The loss terms' means since the last log line (logged with the step's progress), and the
+    history of those means that training.json keeps."""
+
+    seen: dict[str, float] = field(default_factory=dict)
+    seen_n: int = 0
+    history: list[dict] = field(default_factory=list)
+
+    def add(self, terms: dict[str, torch.Tensor]) -> None:
+        for name, value in terms.items():
+            self.seen[name] = self.seen.get(name, 0.0) + float(value.detach())
+        self.seen_n += 1
+
+    def flush(self, step: int, steps: int, lr: float, elapsed: float, epoch: int, tokens: int) -> None:
+        means = {("loss" if k == "value" else k): round(v / self.seen_n, 4) for k, v in self.seen.items()}
+        self.history.append({"step": step, **means, "lr": lr, "minutes": round(elapsed / 60, 2)})
+        log.info(
+            "step %d/%d %s lr %.2e epoch %d tokens %d %.1f min %.0f tok/s",
+            step,
+            steps,
+            " ".join(f"{k} {v:.4f}" for k, v in means.items()),
+            lr,
+            epoch,
+            tokens,
+            elapsed / 60,
+            tokens / max(1e-9, elapsed),
+        )
+        self.seen, self.seen_n = {}, 0

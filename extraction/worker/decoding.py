@@ -1,0 +1,165 @@
+"""The worker's side of the engine: one Extractor per process, batches of work items in, outcomes out.
+
+Only worker processes import this module's engine parts (lazily, inside functions), so the web
+process never imports torch. A product that makes the engine fail is retried alone and, if it fails
+alone too, reported failed with the error; the other products of its batch are not affected.
+"""
+
+import logging
+import time
+from pathlib import Path
+
+from django.conf import settings
+
+from extraction import config
+from extraction.worker.leases import BatchTotals, ItemOutcome
+
+log = logging.getLogger(__name__)
+
+# One loaded model per worker process, keyed by (model dir, device): loading costs seconds.
+_EXTRACTORS: dict[tuple[str, str], object] = {}
+# When this process last failed to load a (model dir, device): it does not try again for a while.
+_LOAD_FAILED_AT: dict[tuple[str, str], float] = {}
+
+
+class LoadFailedRecently(RuntimeError):
+    """This process failed to load the model moments ago; another worker may serve the run."""
+
+
+class DocumentTooLong(ValueError):
+    """The product's prompt needs more positions than the model was built for."""
+
+
+def extractor_for(model_dir: str, device: str):
+    """The process-wide Extractor for a model directory ("" = the bundled model), loaded once.
+
+    A failed load is remembered: the same process tries that model again only after
+    settings.EXTRACTION_LOAD_RETRY_SECONDS (LoadFailedRecently until then), so the reaper's wake-ups do not
+    make it reload a broken model over and over while other workers could serve the run.
+    """
+    key = (model_dir, device)
+    if key in _EXTRACTORS:
+        return _EXTRACTORS[key]
+    failed_at = _LOAD_FAILED_AT.get(key)
+    if failed_at is not None and time.monotonic() - failed_at < settings.EXTRACTION_LOAD_RETRY_SECONDS:
+        raise LoadFailedRecently(f"model {model_dir or '(bundled)'} failed to load here moments ago")
+    import torch
+
+    from extraction.engine.api import Extractor
+
+    log.info(
+        "loading model %s on %s (%d torch threads)", model_dir or "(bundled)", device, torch.get_num_threads()
+    )
+    try:
+        _EXTRACTORS[key] = Extractor(model_dir=engine_model_dir(model_dir), device=device)
+    except Exception:
+        _LOAD_FAILED_AT[key] = time.monotonic()
+        raise
+    _LOAD_FAILED_AT.pop(key, None)
+    return _EXTRACTORS[key]
+
+
+def engine_model_dir(model_dir: str) -> str | None:
+    """The directory the engine is handed for a run's model_dir. The bundled model is
+    settings.SLOTWISE_MODEL_DIR; while that holds no model yet, None: the engine's default, a random
+    stand-in when `make model` has not run (what the run form says the workers use)."""
+    if model_dir != config.BUNDLED:
+        return model_dir
+    configured = settings.SLOTWISE_MODEL_DIR
+    return configured if config.has_model(Path(configured)) else None
+
+
+def attribute_specs(schema_id: int) -> list:
+    from catalog.models import Attribute
+    from extraction.engine.api import AttributeSpec
+
+    # the catalog's types reach the engine: an enumeration decodes one of its allowed values, a
+    # boolean yes / no, a number a number with a unit in the attribute's unit, a text a span of
+    # the document unless the schema marks it free (engine constraints)
+    return [
+        AttributeSpec(
+            a.name,
+            a.description,
+            a.max_tokens,
+            kind=a.kind,
+            unit=a.unit,
+            allowed_values=tuple(str(v) for v in a.allowed_values or ()),
+            free=a.free,
+        )
+        for a in Attribute.objects.filter(schema_id=schema_id).order_by("position", "id")
+    ]
+
+
+def prompt_positions(extractor, attributes: list, text: str) -> int:
+    """Positions one document's prompt needs: prefix, document, keys and every value's gap."""
+    from extraction.engine.layout import doc_ids
+
+    schema = extractor.schema(attributes)
+    document = len(doc_ids(extractor.tokenizer, text))
+    return len(schema.prefix_ids) + document + sum(len(k) for k in schema.key_ids) + sum(schema.gaps) + 1
+
+
+def check_fits(extractor, attributes: list, key: str, text: str) -> None:
+    limit = getattr(extractor.model.config, "max_position_embeddings", None)
+    needed = prompt_positions(extractor, attributes, text)
+    if limit and needed > limit:
+        raise DocumentTooLong(
+            f"document too long: product {key} needs {needed} prompt positions, "
+            f"the model {extractor.model_name} has {limit}; shorten its description"
+        )
+
+
+def _error_text(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def extract_checked(extractor, docs: list, attributes: list, decoder: str, stack: int | None):
+    """extractor.extract, refusing first any document whose prompt the model cannot hold."""
+    for doc in docs:
+        check_fits(extractor, attributes, doc.key, doc.text)
+    return extractor.extract(docs, attributes, decoder=decoder, stack=stack)
+
+
+def decode_items(extractor, items: list, attributes: list, decoder: str, stack: int | None):
+    """-> (outcomes in the order of items, totals) for leased items of one schema version.
+
+    When the engine fails on a batch, the batch is split in halves and each half decoded again,
+    down to single products: the products that fail alone are reported failed with the error,
+    every other product of the batch still gets its values (a few extra engine calls, log2 deep).
+    """
+    from extraction.engine.api import Document
+
+    docs = [Document(key=item.product.sku, text=item.product.document) for item in items]
+    totals = BatchTotals()
+    outcomes = _decode_or_split(
+        extractor, list(zip(items, docs, strict=True)), attributes, decoder, stack, totals
+    )
+    return [outcomes[item.id] for item in items], totals
+
+
+def _decode_or_split(extractor, pairs, attributes, decoder, stack, totals) -> dict[int, ItemOutcome]:
+    docs = [doc for _, doc in pairs]
+    try:
+        results, stats = extract_checked(extractor, docs, attributes, decoder, stack if len(docs) > 1 else 1)
+    except Exception as exc:  # noqa: BLE001 - the engine failing on one product must not stop the others
+        if len(pairs) == 1:
+            item, doc = pairs[0]
+            log.warning("product %s failed alone: %s", doc.key, _error_text(exc))
+            return {item.id: ItemOutcome(item.id, error=_error_text(exc))}
+        log.warning(
+            "batch of %d failed (%s); splitting it to isolate the product", len(pairs), _error_text(exc)
+        )
+        half = len(pairs) // 2
+        outcomes = _decode_or_split(extractor, pairs[:half], attributes, decoder, stack, totals)
+        outcomes.update(_decode_or_split(extractor, pairs[half:], attributes, decoder, stack, totals))
+        return outcomes
+    _add(totals, stats)
+    return {
+        item.id: ItemOutcome(item.id, values=values) for (item, _), values in zip(pairs, results, strict=True)
+    }
+
+
+def _add(totals: BatchTotals, stats) -> None:
+    totals.forward_steps += int(stats.forward_steps)
+    totals.tokens_decoded += int(stats.tokens_decoded)
+    totals.seconds += float(stats.seconds)

@@ -1,0 +1,249 @@
+"""The house's invariants, each a test: the engine imports no Django, the web process never imports
+torch, no import cycle between the project's modules (imports inside functions count: a cycle hidden
+in a function body is still a cycle), and small modules and functions.
+
+The import graph is built with `ast` over the project's own .py files (tests and migrations aside),
+so it sees every import, at a module's top or in a function, whether or not it runs."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SKIPPED_DIRS = {"tests", "migrations", "node_modules", "staticfiles", "static", "templates"}
+MAX_MODULE_LINES = 450
+MAX_ENGINE_FUNCTION_LINES = 60
+
+PROBE = """
+import importlib, importlib.util, os, sys
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "slotwise.settings_test")
+import django
+django.setup()
+from django.apps import apps
+from django.urls import get_resolver
+root = os.getcwd()
+loaded = []
+for config in apps.get_app_configs():
+    if not os.path.abspath(config.path).startswith(root):
+        continue  # Django's own apps and third-party packages
+    for part in ("models", "views", "urls", "forms", "admin", "tasks", "services", "progress", "domain",
+                 "worker.leases", "worker.loop", "worker.decoding", "worker.failures"):
+        name = f"{config.name}.{part}"
+        if importlib.util.find_spec(name.rsplit(".", 1)[0]) and importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
+            loaded.append(name)
+get_resolver().url_patterns  # the whole URL map, and every view module it names
+import slotwise.wsgi, workers.celery
+print("LOADED", " ".join(loaded))
+print("TORCH", "torch" in sys.modules, "transformers" in sys.modules)
+"""
+
+
+def test_the_web_process_never_imports_torch():
+    """Every app's models, views, urls, forms, admin, tasks and services, and the worker loop before
+    its first batch (what Django, a Celery producer and a worker load) leave torch out."""
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "catalog.views" in result.stdout and "extraction.worker.loop" in result.stdout
+    assert "TORCH False False" in result.stdout, result.stdout
+
+
+# --- the import graph ------------------------------------------------------------------------------
+
+
+def project_files(root: Path = ROOT) -> dict[str, Path]:
+    """{dotted module name: path} of the project's own modules, tests and migrations aside."""
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).parts
+        if any(part.startswith(".") or part in SKIPPED_DIRS for part in parts[:-1]):
+            continue
+        names = list(parts[:-1]) + ([] if path.name == "__init__.py" else [path.stem])
+        if names:
+            modules[".".join(names)] = path
+    return modules
+
+
+def imported_modules(path: Path, module: str = "", is_package: bool = False) -> set[str]:
+    """Every module a source file imports, at its top or inside a function (relative ones resolved
+    against `module`); `from a import b` names both a and a.b, whichever of them is a module."""
+    package = module if is_package else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)] if package else []
+                base = ".".join([*anchor, *([base] if base else [])])
+            if base:
+                found.add(base)
+            found |= {f"{base}.{alias.name}" if base else alias.name for alias in node.names}
+    return found
+
+
+def with_packages(name: str) -> list[str]:
+    """a.b.c -> [a, a.b, a.b.c]: importing a module runs its packages' __init__ first."""
+    parts = name.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """{module: the project modules it imports} (each import's packages included, itself excluded)."""
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for imported in imported_modules(path, name, path.name == "__init__.py"):
+            targets |= {m for m in with_packages(imported) if m in modules}
+        graph[name] = targets - {name} - set(with_packages(name))
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def test_the_graph_sees_lazy_and_relative_imports_and_finds_their_cycle(tmp_path):
+    write(
+        tmp_path,
+        {
+            "app/__init__.py": "",
+            "app/services.py": "def kick():\n    from app.tasks import run\n",  # the old, hidden cycle
+            "app/tasks.py": "from . import worker\n",
+            "app/worker.py": "import app.services as services\n",
+            "app/alone.py": "import json\n",
+        },
+    )
+    graph = import_graph(project_files(tmp_path))
+    assert graph["app.services"] == {"app.tasks"} and graph["app.tasks"] == {"app.worker"}
+    assert cycles(graph) == [["app.services", "app.tasks", "app.worker"]]
+
+
+def test_no_import_cycle_between_the_projects_modules():
+    assert cycles(import_graph(project_files())) == []
+
+
+def test_the_web_side_only_enqueues_and_never_imports_the_worker_package():
+    graph = import_graph(project_files())
+    assert "extraction.worker.loop" in graph  # the graph knows the worker package
+    for web_module in (
+        "extraction.services",
+        "extraction.views",
+        "extraction.progress",
+        "review.views.queue",
+    ):
+        if web_module in graph:
+            assert not {m for m in reachable(graph, web_module) if m.startswith("extraction.worker")}, (
+                web_module
+            )
+
+
+def test_extraction_never_imports_the_task_module(tmp_path):
+    lazy = tmp_path / "lazy.py"  # the old cycle hid in a function body: such an import counts too
+    lazy.write_text("def kick():\n    from workers.tasks import gpu_process_run\n")
+    assert "workers.tasks" in imported_modules(lazy)
+    importers = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "extraction").rglob("*.py")
+        if "workers.tasks" in imported_modules(path)
+    )
+    assert importers == []
+
+
+def test_the_engine_imports_no_django_not_even_through_another_module():
+    modules = project_files()
+    graph = import_graph(modules)
+    engine = [name for name in modules if name.startswith("extraction.engine")]
+    assert "extraction.engine.layout" in engine
+    offenders = {}
+    for name in engine:
+        for module in {name} | reachable(graph, name):
+            django = {m for m in imported_modules(modules[module], module) if m.split(".")[0] == "django"}
+            if django:
+                offenders[f"{name} (via {module})" if module != name else name] = sorted(django)
+    assert offenders == {}
+
+
+# --- sizes -----------------------------------------------------------------------------------------
+
+
+def long_modules() -> dict[str, int]:
+    lengths = {
+        str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in project_files().values()
+    }
+    return {path: n for path, n in sorted(lengths.items()) if n > MAX_MODULE_LINES}
+
+
+def long_engine_functions() -> dict[str, int]:
+    found = {}
+    for name, path in sorted(project_files().items()):
+        if not name.startswith("extraction.engine"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_ENGINE_FUNCTION_LINES:
+                    found[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = lines
+    return found
+
+
+def test_the_size_checks_measure_what_they_say():
+    modules = {str(path.relative_to(ROOT)) for path in project_files().values()}
+    assert "scripts/services.py" in modules and "extraction/engine/api.py" in modules
+    assert not any(path.startswith("tests/") or "/migrations/" in path for path in modules)
+
+
+def test_no_module_is_over_450_lines():
+    assert long_modules() == {}
+
+
+def test_no_engine_function_is_over_60_lines():
+    assert long_engine_functions() == {}
