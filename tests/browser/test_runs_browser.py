@@ -1,8 +1,6 @@
 """An admin starts a run on the demo catalog in Chromium and watches it finish, live, through htmx."""
 
 import os
-import signal
-import subprocess
 
 import pytest
 import redis
@@ -11,7 +9,7 @@ from django.core.management import call_command
 
 from extraction.models import ExtractedValue, Run, WorkItem
 from tests.support.browser import chromium_page, sign_in
-from tests.support.workers import start_worker
+from tests.support.workers import start_worker, stop_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -21,16 +19,7 @@ def gpu_worker(tmp_path):
     redis.Redis.from_url(settings.REDIS_URL).flushdb()  # no stale wake-ups from earlier tests
     proc = start_worker(queues="gpu", name="browser-gpu", log_path=tmp_path / "worker.log")
     yield proc
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
+    stop_worker(proc, timeout=15)
 
 
 def test_an_admin_starts_a_run_on_the_demo_catalog_and_watches_it_finish(

@@ -19,7 +19,7 @@ from extraction import comparison
 from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.services import RunRequest, do_cancel_run, do_start_run
 from tests.support.runs_catalog import make_catalog
-from tests.support.workers import start_worker, wait_until
+from tests.support.workers import start_worker, stop_worker, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -59,17 +59,7 @@ def workers(tmp_path):
 
 def stop(proc: subprocess.Popen) -> None:
     """SIGTERM (warm shutdown), then SIGKILL the whole process group (the pool child too)."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
+    stop_worker(proc, timeout=15)
 
 
 def start_run(catalog, **kwargs) -> Run:
