@@ -2,21 +2,16 @@
 
 import pytest
 
-from tests.support.migrations import migrate
+from tests.support.migrations import back_to_latest, migrate  # noqa: F401 - back_to_latest is a fixture
 
 # extraction 0005 needs review 0003, so extraction stays where review 0001 and 0002 found it
 BEFORE = {"review": "0001_initial", "extraction": "0004_run_incidents_queue_index"}
 AFTER = {"review": "0002_gold_provenance", "extraction": "0004_run_incidents_queue_index"}
 
 
-@pytest.fixture
-def back_to_latest():
-    yield
-    migrate()
-
-
 @pytest.mark.django_db(transaction=True)
-def test_existing_gold_gets_the_provenance_its_review_events_imply(back_to_latest):
+@pytest.mark.usefixtures("back_to_latest")
+def test_existing_gold_gets_the_provenance_its_review_events_imply():
     apps = migrate(**BEFORE)
     Catalog, Category = apps.get_model("catalog", "Catalog"), apps.get_model("catalog", "Category")
     Schema, Attribute = apps.get_model("catalog", "SchemaVersion"), apps.get_model("catalog", "Attribute")

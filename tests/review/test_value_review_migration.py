@@ -5,21 +5,16 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from tests.support.migrations import migrate
+from tests.support.migrations import back_to_latest, migrate  # noqa: F401 - back_to_latest is a fixture
 
 BEFORE = {"review": "0002_gold_provenance", "extraction": "0004_run_incidents_queue_index"}
 AFTER = {"review": "0003_value_review", "extraction": "0005_review_state_moved_to_review"}
 STATE = ("status", "reviewed_value", "reviewed_by_id", "reviewed_at", "version")
 
 
-@pytest.fixture
-def back_to_latest():
-    yield
-    migrate()
-
-
 @pytest.mark.django_db(transaction=True)
-def test_review_state_moves_to_value_review_and_back(back_to_latest):
+@pytest.mark.usefixtures("back_to_latest")
+def test_review_state_moves_to_value_review_and_back():
     apps = migrate(**BEFORE)
     Category, Schema = apps.get_model("catalog", "Category"), apps.get_model("catalog", "SchemaVersion")
     Attribute, Product = apps.get_model("catalog", "Attribute"), apps.get_model("catalog", "Product")
