@@ -28,8 +28,9 @@ __all__ = ["AttributeSpec", "BatchStats", "Document", "Extractor", "ValueResult"
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 # ar-uncached: AR-JSON recomputing the instruction prefix for every product (the baseline before it
-# got the prefix cache HPD has; kept to measure what the cache is worth)
-DECODERS = ("hpd", "ar", "fork", "pld", "ar-uncached")
+# got the prefix cache HPD has; kept to measure what the cache is worth); hpd-dense: HPD under
+# dense row attention (dense_attention.py, the path before block attention), the same values
+DECODERS = ("hpd", "ar", "fork", "pld", "ar-uncached", "hpd-dense")
 PROMPT_LOOKUP_TOKENS = 10
 DEFAULT_BATCH = 16  # ar / fork rows per forward when the caller does not say
 LAYOUT_CANDIDATES = ((1, 16), (1, 64), (4, 4), (4, 16), (8, 2), (8, 8), (16, 1), (16, 4))  # (stack J, rows)
@@ -102,6 +103,8 @@ def calibration_temperatures(block, extractive: bool) -> dict[str, float]:
         temps["fork"] = temps["hpd"]
     if "ar" in temps:  # the same AR outputs, with or without the prefix cache
         temps["ar-uncached"] = temps["ar"]
+    if "hpd" in temps:
+        temps.setdefault("hpd-dense", temps["hpd"])
     return temps
 
 
@@ -351,7 +354,7 @@ class Extractor:
                 spans = [doc_index(self.tokenizer, docs[i].text) for i in order]
         t0 = time.perf_counter()
         with torch.inference_mode():
-            if decoder in ("hpd", "fork"):
+            if decoder in ("hpd", "fork", "hpd-dense"):
                 res, stats = self._run_hpd(schema, sorted_ids, decoder, stack, rows, batch, spans)
             else:
                 res, stats = self._run_ar(schema, sorted_ids, decoder, batch, spans)
@@ -386,8 +389,9 @@ class Extractor:
                 J = stack or 1
                 R = rows or max(1, math.ceil(64 / J))
             row_docs = hpd.hpd_rows(ids, N, J, spans)
+        attention = "dense" if decoder == "hpd-dense" else "blocks"
         decoded = hpd.decode(
-            self.model, schema, pc, row_docs, R, self.pad_id, counters, extractive=spans is not None
+            self.model, schema, pc, row_docs, R, self.pad_id, counters, spans is not None, attention
         )
         res = [{names[n]: self._value(v, schema.rules[n]) for n, v in vals.items()} for vals in decoded]
         stats = BatchStats(
@@ -395,7 +399,7 @@ class Extractor:
             counters.tokens_decoded,
             0.0,
             counters.prefill_tokens,
-            f"stack={J} rows={R}" if decoder == "hpd" else f"rows={R}",
+            f"rows={R}" if decoder == "fork" else f"stack={J} rows={R}",
             max(counters.max_steps_per_row_batch, default=0),
         )
         return res, stats

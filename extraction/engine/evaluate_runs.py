@@ -254,7 +254,7 @@ def spread(products: list, limit: int) -> list:
 
 
 def settings_for(decoder: str, args) -> list[dict]:
-    if decoder == "hpd":
+    if decoder in ("hpd", "hpd-dense"):
         if args.stack is not None or args.rows is not None:
             return [{"stack": args.stack or 1, "rows": args.rows}]
         return [{"stack": j, "rows": r} for j, r in LAYOUT_CANDIDATES] + [{}]  # {} = the engine's own choice

@@ -10,9 +10,10 @@ of every stacked document of every batch row.
 The slot constraint is a hook (Greedy, or Constrained over constraints.py states): it turns a step's
 log-probabilities into the chosen tokens, so prefill and steps pick tokens through one function.
 
-Cache: append-only. Memory order != position order: the step's tokens are appended at the end of
-the cache but carry positions inside their slot's gap. Beside the cache travel kv_pos / kv_doc
-(prompt entries) and gen_slot (generated entries), from which masks.py derives the mask.
+Attention is one of two paths with the same three-part mask (HPD.md): block_attention.py (the
+default) computes a query's scores against the prefix, its own document and its own slot only;
+dense_attention.py scores whole rows under masks.py's mask (the reference, and the fallback for a
+model whose layers do not dispatch through transformers' attention interface).
 
 The fork baseline runs through the same code: one row per (document, attribute), holding the
 document, keys 0..n, and a single slot n. decode returns values indexed by document either way.
@@ -27,8 +28,10 @@ import torch
 
 from . import constraints, masks
 from . import extractive as span
-from .layout import PAD, PROMPT_DOC, SchemaPrompt, build_hpd_layout
-from .modeling import expand_cache, forward_hidden, greedy, logprobs, new_cache
+from .block_attention import BlockRows, NotDispatched
+from .dense_attention import DenseRows
+from .layout import PAD, SchemaPrompt, build_hpd_layout
+from .modeling import forward_hidden, greedy, logprobs, new_cache
 from .token_masks import constrain
 
 
@@ -190,9 +193,7 @@ class Decoding:
     """One batch of rows while its slots decode. Rows whose slots all finished leave (drop_finished):
     row_map says which batch row each active row is; out_tok / out_lp stay indexed by batch row."""
 
-    cache: object
-    base: torch.Tensor  # [B', S, P+L] the prompt part of every slot's mask row
-    gen_slot: torch.Tensor  # [B', G] slot of each generated cache entry (PAD: padding query)
+    attn: BlockRows | DenseRows  # the rows' attention entries (and masks)
     open_: torch.Tensor  # [B', S] slots still decoding
     last: torch.Tensor  # [B', S] each slot's last token
     fed: torch.Tensor  # [B', S] value tokens fed back so far
@@ -204,20 +205,31 @@ class Decoding:
     steps: int = 0
 
 
-def prefill_rows(model, schema: SchemaPrompt, prefix_cache, rows: Rows, hook: Greedy, counters: Counters):
+ATTENTION = {"blocks": BlockRows, "dense": DenseRows}
+
+
+def prefill_rows(
+    model,
+    schema: SchemaPrompt,
+    prefix_cache,
+    rows: Rows,
+    hook: Greedy,
+    counters: Counters,
+    attention="blocks",
+):
     """Prefill the rows after the shared prefix; every slot's first token comes from its key's last
-    token. -> the Decoding state."""
-    device, dtype = rows.input_ids.device, model.dtype
+    token. -> the Decoding state. attention: "blocks" (falls back to "dense" for a model whose
+    layers do not all call the attention interface) or "dense"."""
+    device = rows.input_ids.device
     B, L = rows.input_ids.shape
     S = rows.slot_index.shape[1]
-    P = len(schema.prefix_ids)
-    # metadata of the prompt entries: prefix then the rows' own tokens
-    kv_pos = torch.cat([torch.arange(P, device=device)[None].expand(B, P), rows.position_ids], 1)  # [B, P+L]
-    kv_doc = torch.cat([torch.full((B, P), PROMPT_DOC, device=device), rows.doc_ids], 1)  # [B, P+L]
     max_gap = int(rows.slot_gap.max())
-    cache = expand_cache(prefix_cache, B, capacity=P + L + S * max_gap)  # every step appends <= S entries
-    mask = masks.prefill_mask(rows.position_ids, rows.doc_ids, kv_pos, kv_doc, dtype)  # [B, 1, L, P+L]
-    hidden = forward_hidden(model, rows.input_ids, rows.position_ids, mask, cache)  # [B, L, D]
+    attn = ATTENTION[attention](prefix_cache, rows, max_gap)
+    try:
+        hidden = attn.prefill(model, rows)  # [B, L, D]
+    except NotDispatched:
+        attn = DenseRows(prefix_cache, rows, max_gap)
+        hidden = attn.prefill(model, rows)
     counters.forward_steps += 1
     counters.prefill_tokens += B * L
     counters.tokens_decoded += int(rows.slot_valid.sum())
@@ -231,11 +243,7 @@ def prefill_rows(model, schema: SchemaPrompt, prefix_cache, rows: Rows, hook: Gr
     out_lp = torch.zeros((B, S, max_gap + 1), dtype=torch.float32, device=device)
     out_tok[:, :, 0], out_lp[:, :, 0] = tok, lp
     return Decoding(
-        cache=cache,
-        # the prompt part of every slot's mask row (slot_start - 1: its key's last token), built once;
-        # generated entries extend it per step
-        base=masks.slot_prompt_mask(rows.slot_start - 1, rows.slot_doc, kv_pos, kv_doc, dtype),  # [B, S, P+L]
-        gen_slot=torch.empty((B, 0), dtype=torch.long, device=device),
+        attn=attn,
         open_=rows.slot_valid & (tok != schema.terminator) & (rows.slot_gap > 0),
         last=tok,
         fed=torch.zeros((B, S), dtype=torch.long, device=device),
@@ -254,9 +262,8 @@ def drop_finished(d: Decoding, n_open: torch.Tensor, counters: Counters) -> None
         return
     keep = (n_open > 0).nonzero().squeeze(1)  # [B'']
     counters.rows_dropped += len(d.row_map) - len(keep)
-    for layer in d.cache.layers:
-        layer.select_rows(keep)
-    for name in ("base", "gen_slot", "open_", "last", "fed", "start", "gap", "row_map"):
+    d.attn.select_rows(keep)
+    for name in ("open_", "last", "fed", "start", "gap", "row_map"):
         setattr(d, name, getattr(d, name)[keep])
 
 
@@ -267,10 +274,9 @@ def decode_step(model, d: Decoding, hook: Greedy, term: int, counters: Counters)
     order = torch.sort((~d.open_).to(torch.int8), dim=1, stable=True).indices[:, :q]  # [B', Q]
     valid = torch.gather(d.open_, 1, order)  # [B', Q]
     ids = torch.gather(d.last, 1, order)  # [B', Q]
-    pos = torch.gather(d.start + d.fed, 1, order)  # [B', Q]
-    d.gen_slot = torch.cat([d.gen_slot, torch.where(valid, order, PAD)], 1)  # [B', G+Q]
-    mask = masks.step_mask(d.base, d.gen_slot, order, valid)  # [B', 1, Q, P+L+G+Q]
-    hidden = forward_hidden(model, ids, pos, mask, d.cache)  # [B', Q, D]
+    fed = torch.gather(d.fed, 1, order)  # [B', Q] value tokens each query's slot has so far
+    pos = torch.gather(d.start, 1, order) + fed  # [B', Q]
+    hidden = d.attn.step(model, ids, pos, order, valid, fed)  # [B', Q, D]
     counters.forward_steps += 1
     counters.tokens_decoded += int(valid.sum())
     d.steps += 1
@@ -295,13 +301,15 @@ def decode_rows(
     max_steps: int | None = None,
     clock: list[float] | None = None,
     extractive: bool = False,
+    attention: str = "blocks",
 ) -> list[list[SlotValue]]:
     """Prefill the rows after the shared prefix, then decode every slot greedily. -> [B][S] values.
     max_steps stops early and clock collects a timestamp after each forward (layout cost probes).
-    extractive: decode every slot under its attribute's constraint (Constrained)."""
+    extractive: decode every slot under its attribute's constraint (Constrained); attention: the
+    attention path (ATTENTION)."""
     device = rows.input_ids.device
     hook = Constrained(rows, schema) if extractive else Greedy()
-    d = prefill_rows(model, schema, prefix_cache, rows, hook, counters)
+    d = prefill_rows(model, schema, prefix_cache, rows, hook, counters, attention)
     tick(clock, device)
     while max_steps is None or d.steps < max_steps:
         n_open = d.open_.sum(1)  # [B']
@@ -376,6 +384,7 @@ def decode(
     pad_id: int,
     counters: Counters,
     extractive: bool = False,
+    attention: str = "blocks",
 ) -> list[dict[int, SlotValue]]:
     """Decode rows batch_rows at a time -> per document (RowDoc.index) {attribute: value}."""
     device = next(model.parameters()).device
@@ -384,7 +393,9 @@ def decode(
     ]
     for i in range(0, len(rows), batch_rows):
         chunk = build_rows(schema, rows[i : i + batch_rows], pad_id, device)
-        values = decode_rows(model, schema, prefix_cache, chunk, counters, extractive=extractive)
+        values = decode_rows(
+            model, schema, prefix_cache, chunk, counters, extractive=extractive, attention=attention
+        )
         for own, docs, vals in zip(chunk.owner, chunk.document, values, strict=True):
             for (_, n), d, v in zip(own, docs, vals, strict=False):
                 out[d][n] = v

@@ -81,12 +81,14 @@ def test_fit_without_enough_signal_is_the_identity():
 
 def test_calibration_block_reading():
     assert calibration_temperatures(None, True) == {}
-    # fork follows hpd; AR without the prefix cache writes the same outputs as AR, so it follows ar
+    # fork follows hpd; AR without the prefix cache writes the same outputs as AR, so it follows
+    # ar; HPD under dense rows writes the same outputs as HPD, so it follows hpd
     assert calibration_temperatures({"hpd": 2.0, "ar": 1.5}, True) == {
         "hpd": 2.0,
         "ar": 1.5,
         "fork": 2.0,
         "ar-uncached": 1.5,
+        "hpd-dense": 2.0,
     }
     assert calibration_temperatures({"hpd": 2.0, "fork": 1.2}, False)["fork"] == 1.2
     assert calibration_temperatures({"hpd": 2.0, "extractive": True}, False) == {}  # other decoding mode
@@ -106,8 +108,16 @@ def test_the_extractor_applies_the_stored_temperature(model_dir, tmp_path):
     raw_ex = Extractor(model_dir)
     cal_ex = Extractor(calibrated)
     off_ex = Extractor(calibrated, calibrate=False)
-    assert cal_ex.temperatures == {"hpd": 2.5, "ar": 0.5, "fork": 2.5, "ar-uncached": 0.5}
-    for decoder, t in (("hpd", 2.5), ("fork", 2.5), ("ar", 0.5), ("ar-uncached", 0.5), ("pld", None)):
+    assert cal_ex.temperatures == {"hpd": 2.5, "ar": 0.5, "fork": 2.5, "ar-uncached": 0.5, "hpd-dense": 2.5}
+    decoders = (
+        ("hpd", 2.5),
+        ("fork", 2.5),
+        ("ar", 0.5),
+        ("ar-uncached", 0.5),
+        ("hpd-dense", 2.5),
+        ("pld", None),
+    )
+    for decoder, t in decoders:
         raw, _ = raw_ex.extract(DOCS, SPECS, decoder=decoder, stack=1, batch=2)
         cal, _ = cal_ex.extract(DOCS, SPECS, decoder=decoder, stack=1, batch=2)
         off, _ = off_ex.extract(DOCS, SPECS, decoder=decoder, stack=1, batch=2)

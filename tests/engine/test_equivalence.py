@@ -1,5 +1,7 @@
-"""HPD output equals, token for token, the per-value reference decode (float32, greedy), for six
-model families with sdpa and eager; stacked equals unstacked; negative controls fail."""
+"""HPD output equals, token for token, the per-value reference decode (float32, greedy), for twelve
+model families with sdpa and eager, under both attention paths (block attention, the default, and
+dense rows); stacked equals unstacked; negative controls fail. Block attention's own negative
+controls are in test_block_attention.py."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ from extraction.engine import hpd, layout, masks
 from .conftest import ATTRS, DEVICE, FAMILIES, TEXTS, reference_decode, tiny_model, with_terminator
 
 
-def run_hpd(model, schema, docs, stack: int, rows: int, counters=None) -> list[list[hpd.SlotValue]]:
+def run_hpd(
+    model, schema, docs, stack: int, rows: int, counters=None, attention="blocks"
+) -> list[list[hpd.SlotValue]]:
     """-> values[d][n] in document order."""
     pc = hpd.prefill_prefix(model, schema.prefix_ids, DEVICE)
     decoded = hpd.decode(
@@ -24,6 +28,7 @@ def run_hpd(model, schema, docs, stack: int, rows: int, counters=None) -> list[l
         rows,
         0,
         counters or hpd.Counters(),
+        attention=attention,
     )
     return [[doc[n] for n in range(len(schema.attributes))] for doc in decoded]
 
@@ -62,11 +67,12 @@ def mismatches(model, schema, docs, values) -> list[tuple[int, int]]:
     return bad
 
 
+@pytest.mark.parametrize("attention", ["blocks", "dense"])
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_it_matches_the_per_value_reference(family, attn, tokenizer):
+def test_it_matches_the_per_value_reference(family, attn, attention, tokenizer):
     model, schema, docs = setup(family, attn, tokenizer)
-    values = run_hpd(model, schema, docs, stack=2, rows=2)
+    values = run_hpd(model, schema, docs, stack=2, rows=2, attention=attention)
     assert mismatches(model, schema, docs, values) == []
     flat = [v for row in values for v in row]
     assert any(v.truncated for v in flat) and any(not v.truncated for v in flat)  # both paths ran
@@ -131,16 +137,16 @@ def leaky_docs_allowed(q_pos, q_doc, q_slot, kv_pos, kv_doc, kv_slot):
 def test_negative_control_values_that_see_each_other_fail(attn, tokenizer, monkeypatch):
     model, schema, docs = setup("llama", attn, tokenizer)
     monkeypatch.setattr(masks, "step_mask", leaky_values_step_mask)
-    values = run_hpd(model, schema, docs, stack=1, rows=3)
+    values = run_hpd(model, schema, docs, stack=1, rows=3, attention="dense")
     assert mismatches(model, schema, docs, values) != []
 
 
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
 def test_negative_control_documents_that_see_each_other_fail(attn, tokenizer, monkeypatch):
     model, schema, docs = setup("llama", attn, tokenizer)
-    honest = run_hpd(model, schema, docs, stack=3, rows=1)
+    honest = run_hpd(model, schema, docs, stack=3, rows=1, attention="dense")
     monkeypatch.setattr(masks, "allowed", leaky_docs_allowed)
-    leaky = run_hpd(model, schema, docs, stack=3, rows=1)
+    leaky = run_hpd(model, schema, docs, stack=3, rows=1, attention="dense")
     monkeypatch.undo()
     assert mismatches(model, schema, docs, honest) == []
     assert mismatches(model, schema, docs, leaky) != []
