@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU checks, in one run of under 10 minutes on a single GPU (issues #17 point 6 and #18):
-#   1. the engine's exactness tests on CUDA in float32 (HPD against the per-value reference, stacked
-#      against unstacked, fork, AR with and without the prefix cache), every model family;
+#   1. the engine's exactness tests on CUDA in float32 (HPD against the per-value reference under
+#      block and dense attention, blocks against dense rows, stacked against unstacked, fork, AR with
+#      and without the prefix cache), every model family;
 #   2. evaluate --decoders ar,pld,fork,hpd in bfloat16 with a randomly initialised model of
 #      Qwen3-1.7B's shape (speed only: its values are noise) and, when it is there, the default model;
 #   3. the default recipe's fine-tuning in bfloat16 on CUDA for a few minutes, then evaluate ar,hpd
@@ -40,13 +41,14 @@ print('torch', torch.__version__, 'transformers', transformers.__version__, torc
 step "1. exactness tests on CUDA, float32"
 # an empty ini and no conftest above tests/engine: the engine tests need neither Django nor its settings
 SLOTWISE_TEST_DEVICE=cuda run 150 "$PY" -m pytest -q -p no:cacheprovider -p no:django -c scripts/gpu_pytest.ini \
-  --rootdir . --confcutdir tests/engine tests/engine/test_equivalence.py tests/engine/test_ar_prefix_cache.py
+  --rootdir . --confcutdir tests/engine tests/engine/test_equivalence.py tests/engine/test_block_attention.py \
+  tests/engine/test_ar_prefix_cache.py
 
 step "2a. evaluate, random Qwen3-1.7B shape, bfloat16 (speed only)"
 if [ -d "$MODEL" ]; then tok=$MODEL; else tok=models/slotwise-smollm2; fi
 run 60 "$PY" -m extraction random-model --shape qwen3-1.7b --tokenizer "$tok" --out "$OUT/qwen3-1.7b-random"
 run 150 "$PY" -m extraction evaluate --data "$AVE/oa-mine/dev.jsonl" --model "$OUT/qwen3-1.7b-random" \
-  --decoders ar,pld,fork,hpd --device cuda --dtype bfloat16 --limit 200 --batch 64 --json "$OUT/qwen3-random.json"
+  --decoders ar,pld,fork,hpd-dense,hpd --device cuda --dtype bfloat16 --limit 200 --batch 64 --json "$OUT/qwen3-random.json"
 
 if [ -d "$MODEL" ]; then
   step "2b. evaluate, default model, bfloat16"
