@@ -10,9 +10,9 @@ from transformers import LogitsProcessor, LogitsProcessorList
 
 from . import constraints
 from . import extractive as span
+from .batched_constraints import BatchedConstraint
 from .layout import NA, SchemaPrompt, _quote, ar_max_new_tokens, build_ar_prompt, parse_ar_json
 from .modeling import expand_cache
-from .token_masks import allowed_mask
 
 
 @dataclass
@@ -103,88 +103,102 @@ class ExtractiveProcessor(LogitsProcessor):
 
     def __init__(self, schema: SchemaPrompt, spans: list[span.DocIndex | None], prompt_len: int):
         self.parts, self.ends = scaffold(schema)
-        self.na = list(schema.na_ids)
         self.rules = constraints.slot_rules(schema)
         self.gaps = list(schema.gaps)
         self.end_is_text = not schema.value_end_in_ar  # the end token may also be a document token
         self.index = list(spans)
         self.prompt_len = prompt_len
-        B = len(spans)
-        self.part = [0] * B  # scaffold part being written, or the value after it (state not None)
-        self.at = [0] * B  # tokens of that part written
-        self.state: list[object | None] = [None] * B
-        self.done = [False] * B
-        self.truncated = [[False] * len(self.ends) for _ in range(B)]
         self.seen = 0  # generated tokens already pushed
-        for b in range(B):
-            self._settle(b)
+        self.c: BatchedConstraint | None = None  # built on the first call, on the scores' device
+        self._truncated = None
 
-    def _settle(self, b: int) -> None:
-        """Past the end of a scaffold part: into the value after it, or done after the close."""
-        n = self.part[b]
-        if self.at[b] < len(self.parts[n]):
-            return
-        if n < len(self.ends):
-            rule = self.rules[n]
-            end = self.ends[n]
-            self.state[b] = rule.start(self.index[b], end) if rule is not None else constraints.FreeState(end)
-        else:
-            self.done[b] = True
+    def _build(self, device) -> None:
+        """Row b's value n is slot b * N + n of one BatchedConstraint; the scaffold position of every
+        row (part, tokens of it written, inside the value after it, done) is a tensor too."""
+        B, N = len(self.index), len(self.ends)
+        specs = [(self.rules[n], self.index[b], self.ends[n]) for b in range(B) for n in range(N)]
+        self.c = BatchedConstraint(specs, device)
+        width = max(1, max(len(p) for p in self.parts))
+        self.part_tab = torch.tensor([p + [0] * (width - len(p)) for p in self.parts], device=device)
+        self.part_len = torch.tensor([len(p) for p in self.parts], device=device)
+        self.gap = torch.tensor(self.gaps + [0], device=device)
+        self.part = torch.zeros(B, dtype=torch.long, device=device)  # scaffold part, or the value after it
+        self.at = torch.zeros(B, dtype=torch.long, device=device)  # tokens of that part written
+        self.in_value = torch.zeros(B, dtype=torch.bool, device=device)
+        self.done = torch.zeros(B, dtype=torch.bool, device=device)
+        self._truncated = torch.zeros((B, N), dtype=torch.bool, device=device)
+        self._settle(torch.ones(B, dtype=torch.bool, device=device))
 
-    def push(self, b: int, tok: int) -> None:
-        """Row b generated tok."""
-        if self.done[b]:
-            return
-        st = self.state[b]
-        if st is None:  # a scaffold token (forced)
-            self.at[b] += 1
-        elif tok != st.end:
-            st.push(tok)
-            return
-        else:  # the value ended: on to the next part
-            self.state[b], self.part[b], self.at[b] = None, self.part[b] + 1, 0
-        self._settle(b)
+    @property
+    def truncated(self) -> list[list[bool]]:
+        """[B][N]: the gap ended value n of row b where the constrained model would have gone on."""
+        if self._truncated is None:
+            return [[False] * len(self.ends) for _ in self.index]
+        return self._truncated.tolist()
 
-    def _value_allowed(self, st) -> list[int] | None:
-        """state.allowed() as a list (None: free), without an end token that is only a document
-        token here."""
-        allowed = st.allowed()
-        if allowed is None:
-            return None
-        if isinstance(allowed, torch.Tensor):
-            allowed = allowed.tolist()
-        if self.end_is_text and st.end in allowed and not st.may_end():
-            allowed = [t for t in allowed if t != st.end] or [st.end]  # a '"' of the text, not an end
-        return allowed
+    def _slot(self) -> torch.Tensor:
+        """[B] the slot of each row's current value (its last value once past them)."""
+        return torch.arange(len(self.part), device=self.part.device) * len(self.ends) + self.part.clamp(
+            max=len(self.ends) - 1
+        )
 
-    def allowed(self, b: int, scores: torch.Tensor) -> list[int] | None:
-        """Row b's allowed next tokens (None: finished, unconstrained)."""
-        if self.done[b]:
-            return None
-        st, n = self.state[b], self.part[b]
-        if st is None:
-            return [self.parts[n][self.at[b]]]
-        if st.length < self.gaps[n]:
-            return self._value_allowed(st)  # None (a free value): every token
-        finish = st.finishing()
-        if finish is not None:
-            return [finish]  # finish "n/a"
-        free = self._value_allowed(st)  # the gap is full: would the model have ended here?
-        best = int(scores[b].argmax()) if free is None else free[int(scores[b, free].argmax())]
-        self.truncated[b][n] = best != st.end
-        return [st.end]
+    def _settle(self, rows: torch.Tensor) -> None:
+        """Rows past the end of a scaffold part: into the value after it, or done after the close."""
+        past = rows & ~self.done & ~self.in_value & (self.at >= self.part_len[self.part])
+        last = self.part >= len(self.ends)
+        self.in_value |= past & ~last
+        self.done |= past & last
+
+    def push(self, tok: torch.Tensor) -> None:
+        """Every row generated tok [B]."""
+        active = ~self.done
+        slot = self._slot()
+        ended = active & self.in_value & (tok == self.c.end[slot])
+        going = (active & self.in_value & ~ended).nonzero().squeeze(1)
+        self.c.push(slot[going], tok[going])
+        forced = active & ~self.in_value  # a scaffold token (forced)
+        self.at += forced.long()
+        self.in_value &= ~ended  # the value ended: on to the next part
+        self.part += ended.long()
+        self.at = torch.where(ended, 0, self.at)
+        self._settle(forced | ended)
+
+    def _value_mask(self, slot: torch.Tensor, vocab: int) -> torch.Tensor:
+        """The tokens a value allows next (a free value: every token), the end token only where
+        the value may end when it is also a text token."""
+        return self.c.mask(slot, vocab, strict_end=self.end_is_text)[0]
+
+    def allowed(self, scores: torch.Tensor) -> torch.Tensor:
+        """[B, V] every row's allowed next tokens (done rows: every token)."""
+        B, V = scores.shape
+        out = torch.ones((B, V), dtype=torch.bool, device=scores.device)
+        slot = self._slot()
+        forced = ~self.done & ~self.in_value
+        at = self.at.clamp(max=self.part_tab.shape[1] - 1)
+        forced_tok = torch.where(forced, self.part_tab[self.part.clamp(max=len(self.parts) - 1), at], -1)
+        value = ~self.done & self.in_value
+        room = value & (self.c.length[slot] < self.gap[self.part])
+        r = room.nonzero().squeeze(1)
+        out[r] = self._value_mask(slot[r], V)
+        full = (value & ~room).nonzero().squeeze(1)  # the gap is full
+        finish = self.c.finishing(slot[full])
+        forced_tok[full] = torch.where(finish >= 0, finish, self.c.end[slot[full]])  # finish "n/a", or end
+        judge = full[finish < 0]  # would the model have ended here?
+        best = scores[judge].masked_fill(~self._value_mask(slot[judge], V), float("-inf")).argmax(-1)
+        self._truncated[judge, self.part[judge]] = best != self.c.end[slot[judge]]
+        one = (forced_tok >= 0).nonzero().squeeze(1)
+        out[one] = False
+        out[one, forced_tok[one]] = True
+        return out
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        new = input_ids[:, self.prompt_len + self.seen :].tolist()  # [B, tokens since the last call]
+        if self.c is None:
+            self._build(scores.device)
+        new = input_ids[:, self.prompt_len + self.seen :]  # [B, tokens since the last call]
         self.seen = input_ids.shape[1] - self.prompt_len
-        for b, toks in enumerate(new):
-            for t in toks:
-                self.push(b, int(t))
-        allowed = [self.allowed(b, scores) for b in range(len(new))]
-        if all(a is None for a in allowed):
-            return scores
-        mask = allowed_mask(allowed, scores.shape[-1], scores.device)
-        return scores.masked_fill(~mask, float("-inf"))
+        for k in range(new.shape[1]):  # one token per call: a loop over steps, not rows
+            self.push(new[:, k])
+        return scores.masked_fill(~self.allowed(scores), float("-inf"))
 
 
 def extractive_values(

@@ -3,8 +3,10 @@
 Catalog attributes are typed (text, enumeration, boolean, number with unit). A rule belongs to one
 attribute of a schema (built once per schema and tokenizer, SchemaPrompt.rules); rule.start(index,
 end) gives the state of one value being decoded, whose value ends with token ``end`` (the
-terminator; in AR-JSON without it, the next key's first token). The decoders (hpd.decode_rows,
-ar.ExtractiveProcessor) talk to states only and never know the kinds:
+terminator; in AR-JSON without it, the next key's first token). The states are the readable spec
+(training_rows and the tests walk them); the decoders (hpd.Constrained, ar.ExtractiveProcessor) run
+the same rules batched (batched_constraints.BatchedConstraint: every slot of a batch in tensors,
+tested equal to these states step for step). A state's interface:
 
     state.allowed()   token ids allowed next, ``end`` among them when the value may end here: a
                       list or a LongTensor (cached per trie node / automaton state); never empty;

@@ -7,7 +7,7 @@ of every stacked document of every batch row.
     decode_step      one forward for the open slots (compacted per row) -> next token; finished slots leave
     collect          tokens -> SlotValue (ids, logprobs, truncated)
 
-The slot constraint is a hook (Greedy, or Constrained over constraints.py states): it turns a step's
+The slot constraint is a hook (Greedy, or Constrained over batched_constraints.py): it turns a step's
 log-probabilities into the chosen tokens, so prefill and steps pick tokens through one function.
 
 Attention is one of two paths with the same three-part mask (HPD.md): block_attention.py (the
@@ -28,11 +28,12 @@ import torch
 
 from . import constraints, masks
 from . import extractive as span
+from .batched_constraints import BatchedConstraint
 from .block_attention import BlockRows, NotDispatched
 from .dense_attention import DenseRows
 from .layout import PAD, SchemaPrompt, build_hpd_layout
 from .modeling import forward_hidden, greedy, logprobs, new_cache
-from .token_masks import constrain
+from .token_masks import constrain_masked
 
 
 @dataclass
@@ -147,41 +148,36 @@ class Constrained(Greedy):
     """Every slot under its attribute's constraint (constraints.slot_rules: by default a substring of
     its document, RowDoc.span, or "n/a"): disallowed tokens get -inf before the argmax, and a value's
     confidence comes from the log-softmax renormalized over the allowed tokens
-    (token_masks.constrain). Padding queries stay unconstrained."""
+    (token_masks.constrain_masked). Padding queries stay unconstrained. The slots' states live in
+    one batched_constraints.BatchedConstraint (slot b * S + s: tensor ops per step, no Python per
+    slot), indexed by batch row, so rows that drop_finished removed change nothing here."""
 
     def __init__(self, rows: Rows, schema: SchemaPrompt):
-        self.term = schema.terminator
-        self.states = slot_states(rows, schema)  # [B][S] constraint state or None
+        self.width = rows.slot_valid.shape[1]
+        self.slots = BatchedConstraint(slot_specs(rows, schema), rows.input_ids.device)
 
     def choose(self, lp, row_map, order, valid):
-        rmap, qs, ok = row_map.tolist(), order.tolist(), valid.tolist()
-        picked = [
-            [self.states[rmap[b]][s] if ok[b][k] else None for k, s in enumerate(qs[b])]
-            for b in range(len(qs))
-        ]
-        lp = constrain(lp, [st.allowed() if st else None for r in picked for st in r])
-        tok, tok_lp = greedy(lp)
-        for r, toks in zip(picked, tok.tolist(), strict=True):
-            for st, t in zip(r, toks, strict=True):
-                if st is not None and t != self.term:
-                    st.push(t)
+        V = lp.shape[-1]
+        idx = (row_map[:, None] * self.width + order).reshape(-1)  # [B' * Q] slot of each query
+        live = valid.reshape(-1).nonzero().squeeze(1)
+        mask = torch.ones((len(idx), V), dtype=torch.bool, device=lp.device)
+        free = ~valid.reshape(-1)
+        mask[live], free[live] = self.slots.mask(idx[live], V)
+        tok, tok_lp = greedy(constrain_masked(lp, mask, free))
+        self.slots.push(idx[live], tok.reshape(-1)[live])  # the terminator is not pushed
         return tok, tok_lp
 
 
-def slot_states(rows: Rows, schema: SchemaPrompt) -> list[list[object | None]]:
-    """The constraint state of every valid slot (constraints.py: its attribute's rule started on
-    the slot's document); None for padding slots and free values."""
+def slot_specs(rows: Rows, schema: SchemaPrompt) -> list[tuple[object, span.DocIndex | None, int]]:
+    """(rule, document, end token) of every slot b * S + s (constraints.slot_rules; rule None for
+    padding slots and free values: unconstrained)."""
     rules = constraints.slot_rules(schema)
     valid = rows.slot_valid.tolist()
     out = []
-    for b, row in enumerate(rows.span):
-        states: list[object | None] = []
-        for s, index in enumerate(row):
-            rule = rules[rows.owner[b][s][1]]  # the slot's attribute
-            ok = valid[b][s] and rule is not None
-            states.append(rule.start(index, schema.terminator) if ok else None)
-        states += [None] * (len(valid[b]) - len(states))
-        out.append(states)
+    for b, row in enumerate(valid):
+        for s, ok in enumerate(row):
+            rule = rules[rows.owner[b][s][1]] if ok else None  # the slot's attribute
+            out.append((rule, rows.span[b][s] if ok else None, schema.terminator))
     return out
 
 

@@ -1,8 +1,9 @@
 """Allowed-token masks: the one place a slot constraint's allowed ids become -inf logits.
 
-Shared by HPD / fork (hpd.decode_rows) and AR-JSON (ar.ExtractiveProcessor). An allowed set is a
-list of ids or a LongTensor (constraints cache a tensor per state they revisit, so a step builds
-its mask with one scatter instead of walking Python lists); None leaves a row unconstrained.
+The decoders build their masks batched (batched_constraints.BatchedConstraint.mask) and renormalize
+with constrain_masked; allowed_mask / constrain take per-row allowed sets (the per-slot states of
+constraints.py: tests, one-off use). An allowed set is a list of ids or a LongTensor; None leaves a
+row unconstrained.
 """
 
 from __future__ import annotations
@@ -39,9 +40,16 @@ def constrain(lp: torch.Tensor, allowed: list) -> torch.Tensor:
     confidence of a constrained value is its probability under the model restricted to the
     allowed tokens (not the unconstrained probability). Rows with None are returned unchanged."""
     V = lp.shape[-1]
-    flat = lp.reshape(-1, V)
     mask = allowed_mask(allowed, V, lp.device)
-    out = torch.log_softmax(flat.masked_fill(~mask, float("-inf")), dim=-1)
     free = torch.tensor([a is None for a in allowed], dtype=torch.bool, device=lp.device)
+    return constrain_masked(lp, mask, free)
+
+
+def constrain_masked(lp: torch.Tensor, mask: torch.Tensor, free: torch.Tensor) -> torch.Tensor:
+    """constrain with the mask already built (mask [rows, V] bool, free [rows] bool: unchanged
+    rows), e.g. by batched_constraints.BatchedConstraint.mask."""
+    V = lp.shape[-1]
+    flat = lp.reshape(-1, V)
+    out = torch.log_softmax(flat.masked_fill(~mask, float("-inf")), dim=-1)
     out = torch.where(free[:, None], flat, out)
     return out.reshape(lp.shape)
