@@ -60,20 +60,9 @@ def slot_states(rows: Rows, schema: SchemaPrompt) -> list[list[object | None]]:
 
 
 class ReferenceProcessor(LogitsProcessor):
-    """Constrained AR-JSON, as strict as HPD: every row writes exactly layout.ar_target's format, and
-    each value obeys its attribute's slot constraint (constraints.slot_rules; by default a
-    substring of its document or "n/a").
-
-    Outside values the next token is forced (scaffold: keys in schema order, the terminator or key
-    punctuation between values, '"}', eos), so a row can never stray from the format and a value
-    can never hold JSON the model made up. Inside value n only the tokens its constraint state
-    allows are allowed (HPD's rules; a free value: any token), at most max_tokens of them (HPD's
-    gap): the value then must end
-    (truncated[b][n] records that the constrained model would have gone on), or finish a fixed
-    path such as "n/a" when on its way through it (state.finishing(), value_budget). Without the
-    terminator in AR, the end token (the next key's first token, '"') ends a value only where the
-    value may end. Greedy only (one new token per call: not for prompt lookup). spans: each row's
-    extractive.DocIndex (None entries when no rule is a span)."""
+    """ar.ExtractiveProcessor as it was before the batched constraint: one constraint state per
+    row, walked in Python (the format and rules are those of ar.ExtractiveProcessor's docstring);
+    the reference test_constraints_batched.py compares the batched processor with."""
 
     def __init__(self, schema: SchemaPrompt, spans: list[span.DocIndex | None], prompt_len: int):
         self.parts, self.ends = scaffold(schema)
