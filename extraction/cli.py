@@ -310,6 +310,9 @@ def add_precision_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--precisions", default="float32,bfloat16,int8", help=f"comma list of {','.join(PRECISIONS)}"
     )
+    p.add_argument(
+        "--base", default="float32", help="the reference precision: F1 and speed are given against it"
+    )
     p.add_argument("--decoders", default="hpd,ar", help="comma list of hpd,ar")
     p.add_argument("--sample", type=int, default=None, help="N products spread over the file (default all)")
     p.add_argument("--chunk", type=int, default=16, help="products per chunk (one extract call)")

@@ -163,7 +163,8 @@ class Extractor:
         else off (plain greedy decoding). calibrate: map confidences with slotwise.json's
         "calibration" temperatures (False: raw confidences, what evaluate measures and fits).
         quantize: "int8" for dynamic int8 quantization of the linear layers (CPU only). dtype None:
-        bfloat16 on cuda; on the CPU the model's slotwise.json "cpu_dtype", else float32. typed: the
+        bfloat16 on cuda; on the CPU the model's slotwise.json "cpu_dtype" (bfloat16 only where the CPU
+        has it natively: modeling.cpu_dtype), else float32. typed: the
         attribute types constrain the values (AttributeSpec.kind: an enumeration decodes one of its
         values, a boolean yes / no, a number a number with a unit, in hpd, fork and ar; pld's values
         that break them read "n/a"); False: every attribute is text (the negative control)."""
@@ -175,7 +176,7 @@ class Extractor:
         settings_file = model_settings(path)
         if dtype is None and str(device) == "cpu":
             # a model may ask for bfloat16 on the CPU where that was measured faster at equal F1
-            dtype = settings_file.get("cpu_dtype")
+            dtype = modeling.cpu_dtype(settings_file.get("cpu_dtype"))
         self.torch_dtype = modeling.default_dtype(device, dtype)
         loaded = load_model(path, model_dir is not None, device, self.torch_dtype, attn, quantize)
         self.model, self.tokenizer = loaded.model, loaded.tokenizer

@@ -4,6 +4,7 @@ random stand-ins (tokenizer + model built in code; no downloads)."""
 
 from __future__ import annotations
 
+import logging
 import pathlib
 from dataclasses import dataclass
 
@@ -18,6 +19,8 @@ from transformers import (
 from transformers.cache_utils import DynamicLayer
 
 from .base_model import revision_of
+
+log = logging.getLogger(__name__)
 
 
 class UnsupportedModel(ValueError):
@@ -36,6 +39,28 @@ class Loaded:
     name: str
     revision: str
     random_standin: bool = False
+
+
+def native_cpu_bfloat16() -> bool:
+    """Whether this CPU computes bfloat16 in hardware (AVX-512 BF16 or AMX). Elsewhere (AVX2 only)
+    oneDNN emulates it and a bfloat16 model decodes several times slower than in float32."""
+    return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+
+
+def cpu_dtype(requested: str | None, native_bfloat16: bool | None = None) -> str | None:
+    """The CPU precision a model directory asks for ("cpu_dtype" in slotwise.json) on this CPU:
+    bfloat16 was measured faster at equal F1 only where the CPU has it natively, so without that
+    it is float32 (logged). native_bfloat16 None: this machine's (native_cpu_bfloat16)."""
+    if requested != "bfloat16":
+        return requested
+    if native_bfloat16 is None:
+        native_bfloat16 = native_cpu_bfloat16()
+    if native_bfloat16:
+        return requested
+    log.info(
+        "this CPU has no native bfloat16 (%s): decoding in float32", torch.backends.cpu.get_cpu_capability()
+    )
+    return "float32"
 
 
 def default_dtype(device: str, dtype: str | None) -> torch.dtype:

@@ -2,11 +2,14 @@
 quantization, torch.compile) decoding the same products with HPD and AR-JSON, interleaved chunk by
 chunk (every precision and decoder on a chunk before the next chunk, the order rotating), so that
 load on a shared machine lands on all of them alike. Quality is computed over every product; speed
-is each one's median products/s over the chunks and, per chunk, float32's seconds over its seconds
-(median and min-max): how many times faster than float32 on the same products.
+is each one's median products/s over the chunks and, per chunk, the reference's seconds over its
+seconds (median and min-max): how many times faster than the reference (--base, float32 unless
+told) on the same products.
 
-The verdict names the fastest precision whose F1 stays within 0.5 point of float32's for every
-decoder measured: what a model's slotwise.json "cpu_dtype" / "cpu_quantize" should say."""
+The verdict names the fastest precision whose F1 stays within 0.5 point of the reference's for
+every decoder measured: what a model's slotwise.json "cpu_dtype" / "cpu_quantize" should say. With
+--base bfloat16 and bfloat16-free beside it, the ratio is what the slot constraint costs at the
+CPU default."""
 
 from __future__ import annotations
 
@@ -23,13 +26,14 @@ from .evaluate_runs import Interleaved, Run, add_result, chunks, finish, groups,
 from .evaluate_tables import table, write
 
 # name -> Extractor arguments (compile: torch.compile of the base model's forward, dynamic shapes;
-# float32-free: no slot constraint, what the constraint costs, interleaved like the rest)
+# *-free: no slot constraint, what the constraint costs, interleaved like the rest)
 PRECISIONS = {
     "float32": {"dtype": "float32"},
     "bfloat16": {"dtype": "bfloat16"},
     "int8": {"dtype": "float32", "quantize": "int8"},
     "compile": {"dtype": "float32", "compile": True},
     "float32-free": {"dtype": "float32", "extractive": False, "typed": False},
+    "bfloat16-free": {"dtype": "bfloat16", "extractive": False, "typed": False},
 }
 EQUAL_F1 = 0.005  # within half a point of float32's F1 counts as equal quality
 SETTINGS = {"hpd": {"stack": 1, "rows": 16}, "ar": {"batch": 16}}
@@ -68,17 +72,19 @@ def interleave(extractors: dict[str, Extractor], decoders: list[str], products, 
     return Bench({k: finish(r, products, grouped) for k, r in runs.items()}, timing)
 
 
-def report(bench: Bench, decoders: list[str], precisions: list[str]) -> str | None:
-    """Print the table; -> the fastest precision at equal F1 (None when float32 was not measured)."""
-    rows = [["decoder", "precision", "F1", "F1 - float32", "products/s", "x float32 (min-max)"]]
+def report(
+    bench: Bench, decoders: list[str], precisions: list[str], reference: str = "float32"
+) -> str | None:
+    """Print the table; -> the fastest precision at equal F1 (None when the reference was not measured)."""
+    rows = [["decoder", "precision", "F1", f"F1 - {reference}", "products/s", f"x {reference} (min-max)"]]
     ok, speed = {p: True for p in precisions}, {p: [] for p in precisions}
     for d in decoders:
-        base = bench.runs.get(f"{d}/float32")
+        base = bench.runs.get(f"{d}/{reference}")
         for p in precisions:
             run = bench.runs[f"{d}/{p}"]
             f1 = run.report.micro.f1
             delta = f1 - base.report.micro.f1 if base else 0.0
-            ratios = bench.timing.ratios(f"{d}/{p}", f"{d}/float32") if base else []
+            ratios = bench.timing.ratios(f"{d}/{p}", f"{d}/{reference}") if base else []
             med = statistics.median(ratios) if ratios else 0.0
             ok[p] = ok[p] and abs(delta) <= EQUAL_F1
             speed[p].append(med)
@@ -86,7 +92,7 @@ def report(bench: Bench, decoders: list[str], precisions: list[str]) -> str | No
             rate = bench.timing.median_products_per_second(f"{d}/{p}")
             rows.append([d, p, f"{f1:.3f}", f"{100 * delta:+.1f} pt", f"{rate:.2f}", spread_text])
     table(rows)
-    if "float32" not in precisions:
+    if reference not in precisions:
         return None
     candidates = [p for p in precisions if ok[p] and PRECISIONS[p].get("extractive", True)]
     return max(candidates, key=lambda p: min(speed[p]))
@@ -102,6 +108,8 @@ def run_precision(args: argparse.Namespace) -> int:
     unknown = [p for p in precisions if p not in PRECISIONS] + [d for d in decoders if d not in SETTINGS]
     if unknown:
         raise SystemExit(f"unknown precision or decoder: {', '.join(unknown)}")
+    if args.base not in precisions:
+        raise SystemExit(f"--base {args.base}: not among --precisions {args.precisions}")
     if not pathlib.Path(args.data).is_file():
         raise SystemExit(f"{args.data}: no such file")
     everything = ave.load(args.data)
@@ -117,13 +125,13 @@ def run_precision(args: argparse.Namespace) -> int:
     start = os.getloadavg()
     bench = interleave(extractors, decoders, products, grouped, args.chunk)
     end = os.getloadavg()
-    best = report(bench, decoders, precisions)
+    best = report(bench, decoders, precisions, args.base)
     write(
         f"chunks: {len(bench.timing.sizes)}; load average at start {' '.join(f'{x:.2f}' for x in start)}, "
         f"at end {' '.join(f'{x:.2f}' for x in end)}"
     )
     if best is not None:
         write(
-            f"fastest at equal F1 (within {100 * EQUAL_F1:.1f} pt of float32 for {', '.join(decoders)}): {best}"
+            f"fastest at equal F1 (within {100 * EQUAL_F1:.1f} pt of {args.base} for {', '.join(decoders)}): {best}"
         )
     return 0

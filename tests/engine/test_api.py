@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from extraction.cli import main
+from extraction.engine import modeling
 from extraction.engine.api import (
     AttributeSpec,
     BatchStats,
@@ -215,8 +216,18 @@ def test_a_model_may_ask_for_bfloat16_on_the_cpu_and_an_explicit_dtype_wins(mode
     shutil.copytree(model_dir, target)
     assert Extractor(target).model.dtype == torch.float32  # no setting: float32 on the CPU
     (target / "slotwise.json").write_text(json.dumps({"cpu_dtype": "bfloat16"}))
-    ex = Extractor(target)
+    # granted where this CPU has bfloat16 in hardware; emulated it is slower than float32
+    asked = torch.bfloat16 if modeling.native_cpu_bfloat16() else torch.float32
+    assert Extractor(target).model.dtype == asked
+    ex = Extractor(target, dtype="bfloat16")  # an explicit dtype wins on any CPU
     assert ex.model.dtype == torch.bfloat16
     results, _ = ex.extract(DOCS, SPECS)
     assert all(set(r) == {"Brand", "Color"} for r in results)
     assert Extractor(target, dtype="float32").model.dtype == torch.float32
+
+
+def test_a_stored_bfloat16_becomes_float32_on_a_cpu_without_it():
+    assert modeling.cpu_dtype("bfloat16", native_bfloat16=True) == "bfloat16"
+    assert modeling.cpu_dtype("bfloat16", native_bfloat16=False) == "float32"
+    assert modeling.cpu_dtype("float32", native_bfloat16=False) == "float32"
+    assert modeling.cpu_dtype(None, native_bfloat16=True) is None  # no setting: the device default

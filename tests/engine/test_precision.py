@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from extraction.cli import main
 from extraction.engine import precision
 
@@ -50,3 +52,24 @@ def test_the_verdict_skips_a_faster_precision_that_loses_quality():
     runs = {"hpd/float32": run(0.700), "hpd/bfloat16": run(0.698), "hpd/int8": run(0.650)}
     best = precision.report(precision.Bench(runs, timing), ["hpd"], ["float32", "bfloat16", "int8"])
     assert best == "bfloat16"  # int8 is fastest but 5 points worse; bfloat16 is 0.2 below: equal
+
+
+def test_the_reference_can_be_the_cpu_default(model_dir, tmp_path, capsys):
+    """--base bfloat16 with bfloat16-free beside it: what the constraint costs at the CPU default."""
+    data = tmp_path / "mini.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in ROWS))
+    args = ["precision", "--data", str(data), "--model", str(model_dir), "--chunk", "2", "--decoders", "hpd"]
+    assert main([*args, "--precisions", "bfloat16,bfloat16-free", "--base", "bfloat16"]) == 0
+    out = capsys.readouterr().out
+    assert "x bfloat16 (min-max)" in out
+    rows = {r[1]: r for r in (line.split() for line in out.splitlines()) if r[:1] == ["hpd"]}
+    assert rows["bfloat16"][3] == "+0.0" and rows["bfloat16"][6].startswith("1.00x")
+    assert out.strip().splitlines()[-1].endswith(": bfloat16")  # never the unconstrained one
+
+
+def test_a_reference_outside_the_precisions_is_refused(model_dir, tmp_path):
+    data = tmp_path / "mini.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in ROWS))
+    args = ["precision", "--data", str(data), "--model", str(model_dir), "--precisions", "float32"]
+    with pytest.raises(SystemExit, match="--base bfloat16: not among --precisions float32"):
+        main([*args, "--base", "bfloat16"])
