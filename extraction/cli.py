@@ -18,7 +18,7 @@ from .engine import augment as aug
 from .engine.allocator import run_under_jemalloc
 from .engine.budgets import DEFAULT_BUDGET
 from .engine.evaluate import DEFAULT_DECODERS, run_evaluate
-from .engine.precision import PRECISIONS, run_precision
+from .engine.precision import PRECISIONS, REFERENCE, run_precision
 from .engine.random_models import SHAPES
 from .engine.splits import DEFAULT_DATA, SPLITS_DIR
 from .engine.tokenizer_train import DEFAULT_VOCAB_SIZE
@@ -311,7 +311,7 @@ def add_precision_parser(subparsers) -> argparse.ArgumentParser:
         "--precisions", default="float32,bfloat16,int8", help=f"comma list of {','.join(PRECISIONS)}"
     )
     p.add_argument(
-        "--base", default="float32", help="the reference precision: F1 and speed are given against it"
+        "--base", default=REFERENCE, help="the reference precision: F1 and speed are given against it"
     )
     p.add_argument("--decoders", default="hpd,ar", help="comma list of hpd,ar")
     p.add_argument("--sample", type=int, default=None, help="N products spread over the file (default all)")

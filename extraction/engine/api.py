@@ -164,10 +164,10 @@ class Extractor:
         "calibration" temperatures (False: raw confidences, what evaluate measures and fits).
         quantize: "int8" for dynamic int8 quantization of the linear layers (CPU only). dtype None:
         bfloat16 on cuda; on the CPU the model's slotwise.json "cpu_dtype" (bfloat16 only where the CPU
-        has it natively: modeling.cpu_dtype), else float32. typed: the
-        attribute types constrain the values (AttributeSpec.kind: an enumeration decodes one of its
-        values, a boolean yes / no, a number a number with a unit, in hpd, fork and ar; pld's values
-        that break them read "n/a"); False: every attribute is text (the negative control)."""
+        has it natively: modeling.cpu_dtype), else float32. typed: the attribute types constrain the
+        values (AttributeSpec.kind: an enumeration decodes one of its values, a boolean yes / no, a
+        number a number with a unit, in hpd, fork and ar; pld's values that break them read "n/a");
+        False: every attribute is text (the negative control)."""
         from . import modeling
 
         self.device = device

@@ -35,7 +35,8 @@ PRECISIONS = {
     "float32-free": {"dtype": "float32", "extractive": False, "typed": False},
     "bfloat16-free": {"dtype": "bfloat16", "extractive": False, "typed": False},
 }
-EQUAL_F1 = 0.005  # within half a point of float32's F1 counts as equal quality
+EQUAL_F1 = 0.005  # within half a point of the reference's F1 counts as equal quality
+REFERENCE = "float32"  # what the table compares with unless --base names another precision
 SETTINGS = {"hpd": {"stack": 1, "rows": 16}, "ar": {"batch": 16}}
 
 
@@ -73,7 +74,7 @@ def interleave(extractors: dict[str, Extractor], decoders: list[str], products, 
 
 
 def report(
-    bench: Bench, decoders: list[str], precisions: list[str], reference: str = "float32"
+    bench: Bench, decoders: list[str], precisions: list[str], reference: str = REFERENCE
 ) -> str | None:
     """Print the table; -> the fastest precision at equal F1 (None when the reference was not measured)."""
     rows = [["decoder", "precision", "F1", f"F1 - {reference}", "products/s", f"x {reference} (min-max)"]]
