@@ -3,6 +3,7 @@
     evaluate      decoders side by side on an AVE file: quality and speed (engine/evaluate.py)
     train         train the extraction model, or fine-tune --base (engine/train.py)
     precision     float32 / bfloat16 / int8 / compile interleaved, HPD and AR (engine/precision.py)
+    pool          evaluate --json files of side-by-side runs over disjoint categories, joined (engine/evaluate_pool.py)
     random-model  a random model of a published shape, speed only (engine/random_models.py)
 
 Each subcommand's arguments are added by the small functions under its name, in the order --help
@@ -18,6 +19,7 @@ from .engine import augment as aug
 from .engine.allocator import run_under_jemalloc
 from .engine.budgets import DEFAULT_BUDGET
 from .engine.evaluate import DEFAULT_DECODERS, run_evaluate
+from .engine.evaluate_pool import run_pool
 from .engine.precision import PRECISIONS, REFERENCE, run_precision
 from .engine.random_models import SHAPES
 from .engine.splits import DEFAULT_DATA, SPLITS_DIR
@@ -33,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_evaluate_parser(sub)
     add_train_parser(sub)
     add_precision_parser(sub)
+    add_pool_parser(sub)
     add_random_model_parser(sub)
     return parser
 
@@ -93,6 +96,13 @@ def evaluate_data_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--model", default=None, help="model directory (default: bundled, else random stand-in)")
     p.add_argument("--decoders", default=DEFAULT_DECODERS, help="comma list of ar,pld,fork,hpd")
+    p.add_argument(
+        "--categories",
+        default=None,
+        metavar="A,B",
+        help="only the products of these categories (comma list; before --limit and --sample): "
+        "parallel processes each take a share of the categories, `pool` joins their --json files",
+    )
     p.add_argument("--limit", type=int, default=None, help="first N products only")
     p.add_argument(
         "--sample",
@@ -318,6 +328,19 @@ def add_precision_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--chunk", type=int, default=16, help="products per chunk (one extract call)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.set_defaults(func=run_precision)
+    return p
+
+
+# ---------------------------------------------------------------------------------- pool
+
+
+def add_pool_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "pool", help="join the --json files of evaluate runs made side by side over disjoint categories"
+    )
+    p.add_argument("files", nargs="+", metavar="JSON", help="evaluate --json files (one per process)")
+    p.add_argument("--json", default=None, help="write the pooled figures here")
+    p.set_defaults(func=run_pool)
     return p
 
 

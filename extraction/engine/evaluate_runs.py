@@ -285,6 +285,21 @@ class Inputs:
     extracted_gold: list[ave.Product] | None = None
 
 
+def only_categories(products: list[ave.Product], wanted: str | None, source) -> list[ave.Product]:
+    """The products of the comma-listed categories (all when None); UsageError naming any category
+    the file does not have."""
+    if not wanted:
+        return products
+    names = [c.strip() for c in wanted.split(",") if c.strip()]
+    known = set(ave.by_category(products))
+    unknown = [c for c in names if c not in known]
+    if unknown:
+        raise UsageError(
+            f"--categories: {', '.join(unknown)} not in {source} (its categories: {', '.join(sorted(known))})"
+        )
+    return [p for p in products if p.category in set(names)]
+
+
 def load_inputs(args) -> Inputs:
     """The data file as the command line asks (UsageError: files or options missing)."""
     normalized = getattr(args, "gold", "extracted") == "normalized"
@@ -293,7 +308,8 @@ def load_inputs(args) -> Inputs:
         raise UsageError(f"--gold normalized needs {extracted_path} and {normalized_path}")
     everything = ave.load(normalized_path if normalized else args.data)
     schemas = ave.schemas(everything)  # schema = union over the whole file
-    products = everything[: args.limit] if args.limit else everything
+    products = only_categories(everything, getattr(args, "categories", None), args.data)
+    products = products[: args.limit] if args.limit else products
     products = spread(products, getattr(args, "sample", None) or 0)
     try:
         types = attribute_types(args, everything)

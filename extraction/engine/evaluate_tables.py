@@ -260,6 +260,7 @@ def results_json(args, ex, inputs, outcome, floor: dict | None) -> dict:
         "na_allowed_in_enumerations": types.na,
         "data": str(args.data),
         "products": len(inputs.products),
+        "categories": sorted(ave.by_category(inputs.products)),
         "majority_floor": floor,
         "load_average": {"start": list(outcome.load_start), "end": list(outcome.load_end)},
         "chunks": [{"products": k, "seconds": t} for k, t in zip(timing.sizes, timing.seconds, strict=True)],
