@@ -138,6 +138,13 @@ def decoder_results(ex: Extractor, inputs: Inputs, best: dict[str, Run], timing:
     return results
 
 
+def chunk_done(k: int, of: int, n: int, seconds: dict[str, float]) -> None:
+    """A progress line per interleaved chunk: a long run shows how far it got, and a stopped one
+    leaves its chunks' timings behind."""
+    times = ", ".join(f"{d} {s:.1f} s" for d, s in seconds.items())
+    write(f"  chunk {k}/{of} ({n} products): {times}")
+
+
 def measure(ex: Extractor, args, inputs: Inputs, model_dir) -> Outcome:
     """Warm-up, settings (sweep), then every decoder interleaved over every product."""
     budgets = model_budgets(model_dir, args.max_tokens)
@@ -152,7 +159,7 @@ def measure(ex: Extractor, args, inputs: Inputs, model_dir) -> Outcome:
         f"interleaved on all {len(inputs.products)} products, chunks of up to {args.chunk} per category, "
         "decoders alternating:"
     )
-    best, timing = run_interleaved(ex, plan, inputs.products, grouped, args.device, args.chunk)
+    best, timing = run_interleaved(ex, plan, inputs.products, grouped, args.device, args.chunk, chunk_done)
     load_end = os.getloadavg()
     write(
         "best settings per decoder (products/s: median over the chunks; hpd speedup: median and "

@@ -206,15 +206,19 @@ class Interleaved:
         return [t[slow] / t[fast] for t in self.seconds if t[fast]]
 
 
-def run_interleaved(ex: Extractor, plan: dict[str, dict], products, grouped, device: str, size: int):
+def run_interleaved(
+    ex: Extractor, plan: dict[str, dict], products, grouped, device: str, size: int, on_chunk=None
+):
     """Every decoder at its settings over every product, in chunks of `size` products: A B, B A,
     A B ... on each chunk, so that load on a shared machine lands on all decoders alike. The prefix
-    caches are cleared once: each pays its prefills once per category, as in a long run."""
+    caches are cleared once: each pays its prefills once per category, as in a long run.
+    on_chunk(k, of, products, seconds) is called after each chunk (progress, for long runs)."""
     runs = {d: Run(d, s, predictions=[{} for _ in products]) for d, s in plan.items()}
     timing = Interleaved()
     ex.clear_prefix_cache()
     order = list(plan)
-    for k, (idx, docs, attrs) in enumerate(chunks(grouped, size)):
+    pieces = list(chunks(grouped, size))
+    for k, (idx, docs, attrs) in enumerate(pieces):
         seconds = {}
         for d in order if k % 2 == 0 else order[::-1]:
             with PeakMemory(device) as mem:
@@ -224,6 +228,8 @@ def run_interleaved(ex: Extractor, plan: dict[str, dict], products, grouped, dev
             seconds[d] = stats.seconds
         timing.sizes.append(len(idx))
         timing.seconds.append(seconds)
+        if on_chunk is not None:
+            on_chunk(k + 1, len(pieces), len(idx), seconds)
     return {d: finish(r, products, grouped) for d, r in runs.items()}, timing
 
 

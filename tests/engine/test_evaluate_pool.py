@@ -30,7 +30,10 @@ def evaluate(model_dir, tmp_path, name: str, *extra: str) -> dict:
 
 def test_pooled_halves_score_as_one_run_over_every_product(model_dir, tmp_path, capsys):
     whole = evaluate(model_dir, tmp_path, "whole")
+    capsys.readouterr()
     shoes = evaluate(model_dir, tmp_path, "shoes", "--categories", "Shoes")
+    progress = [line.split(":")[0] for line in capsys.readouterr().out.splitlines() if "  chunk " in line]
+    assert progress == ["  chunk 1/2 (1 products)", "  chunk 2/2 (1 products)"]  # one line per chunk
     rest = evaluate(model_dir, tmp_path, "rest", "--categories", "Music,Tea")
     assert (shoes["products"], rest["products"]) == (2, 2)
     assert (shoes["categories"], rest["categories"]) == (["Shoes"], ["Music", "Tea"])
