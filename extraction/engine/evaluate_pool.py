@@ -25,7 +25,7 @@ import pathlib
 import sys
 
 from .evaluate_runs import Interleaved
-from .evaluate_tables import fmt, ratio_summary, table, write, write_json
+from .evaluate_tables import fmt, ratio_summary, table, write, write_json, write_speed_bars
 from .metric import OUTCOMES, Counts
 from .seen_values import SeenSplit
 
@@ -154,6 +154,7 @@ def report(paths: list[str], docs: list[dict], pooled: dict) -> None:
             ]
         )
     table(rows)
+    write_speed_bars(pooled)
 
 
 def run_pool(args: argparse.Namespace) -> int:

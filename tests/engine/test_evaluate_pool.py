@@ -56,6 +56,8 @@ def test_pooled_halves_score_as_one_run_over_every_product(model_dir, tmp_path, 
     assert r["pairs"] == 4 and (r["min"], r["max"]) == (ratios[0], ratios[-1])
     assert r["median"] == (ratios[1] + ratios[2]) / 2
     assert "hpd_ratio" not in pooled["hpd"]
+    verdict = "ok" if r["median"] >= 4.0 else "BELOW"
+    assert f"speed bar hpd/ar: {r['median']:.2f}x median (bar 4.0x) {verdict}" in out
 
 
 def test_a_category_in_two_files_or_another_model_is_refused(model_dir, tmp_path, capsys):
