@@ -83,7 +83,11 @@ def test_a_rater_changes_a_vote_and_the_results_count_the_new_one(live_server, c
         assert page.get_attribute("#current-choice", "data-choice") == "a"
         assert page.input_value("#vote-form input[name=item]") == first_token
         page.keyboard.press("2")  # B is better after all
-        page.wait_for_selector("#progress-text:has-text('1 judged')")
+        # "1 judged" already shows while changing, so wait for the changed vote's own answer: an
+        # unfinished vote request could otherwise reset the CSRF cookie under the next sign-in.
+        page.wait_for_selector("#changing", state="detached")
+        page.wait_for_selector("#my-votes li:has-text('B is better')")
+        assert page.inner_text("#progress-text").startswith("1 judged")
         page.context.clear_cookies()
         sign_in(page, live_server.url, "alice", password)
         page.goto(f"{live_server.url}/ab/campaigns/{campaign.pk}/results/")
