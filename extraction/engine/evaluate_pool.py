@@ -26,7 +26,7 @@ import sys
 
 from .evaluate_runs import Interleaved
 from .evaluate_tables import fmt, ratio_summary, table, write, write_json, write_speed_bars
-from .metric import OUTCOMES, Counts
+from .metric import Counts
 from .seen_values import SeenSplit
 
 SAME = ("model_revision", "extractive", "typed", "gold")  # what every pooled file must share
@@ -77,24 +77,17 @@ def categories(doc: dict) -> list[str]:
 
 def counts(docs: list[dict], decoder: str) -> Counts:
     """The outcome counts of every category of every file, summed."""
-    total = Counts()
-    for d in docs:
-        for c in d["per_category"][decoder].values():
-            for k in (*OUTCOMES, "unjudged", "unjudged_valued"):
-                setattr(total, k, getattr(total, k) + c[k])
-    return total
+    return Counts.summed(c for d in docs for c in d["per_category"][decoder].values())
 
 
 def seen(docs: list[dict], decoder: str) -> SeenSplit | None:
     """Gold values seen / never seen in training, summed; None unless every file has them."""
     splits = [d["decoders"][decoder].get("seen_values") for d in docs]
-    if not all(splits):
-        return None
-    total = SeenSplit()
-    for s in splits:
-        for k in ("seen", "seen_right", "unseen", "unseen_right"):
-            setattr(total, k, getattr(total, k) + s[k])
-    return total
+    return SeenSplit.summed(splits) if all(splits) else None
+
+
+def products(docs: list[dict]) -> int:
+    return sum(d["products"] for d in docs)
 
 
 def timing(docs: list[dict]) -> Interleaved:
@@ -115,7 +108,7 @@ def pool(docs: list[dict], decoders: list[str]) -> dict:
         c = counts(docs, dec)
         out[dec] = {
             "settings": [d["decoders"][dec]["settings"] for d in docs],
-            "products": sum(d["products"] for d in docs),
+            "products": products(docs),
             **c.to_dict(),
             "median_products_per_second": t.median_products_per_second(dec),
         }
@@ -128,8 +121,8 @@ def pool(docs: list[dict], decoders: list[str]) -> dict:
 
 
 def report(paths: list[str], docs: list[dict], pooled: dict) -> None:
-    n = sum(d["products"] for d in docs)
-    write(f"pooled: {len(docs)} files, {n} products, {len(timing(docs).sizes)} chunks")
+    n_chunks = sum(len(d["chunks"]) for d in docs)
+    write(f"pooled: {len(docs)} files, {products(docs)} products, {n_chunks} chunks")
     for p, d in zip(paths, docs, strict=True):
         load = d.get("load_average", {})
         start, end = (" ".join(f"{x:.2f}" for x in load.get(k, [])) for k in ("start", "end"))
@@ -168,7 +161,5 @@ def run_pool(args: argparse.Namespace) -> int:
     pooled = pool(docs, decoders)
     report(args.files, docs, pooled)
     if args.json:
-        write_json(
-            args.json, {"files": args.files, "products": sum(d["products"] for d in docs), "decoders": pooled}
-        )
+        write_json(args.json, {"files": args.files, "products": products(docs), "decoders": pooled})
     return 0

@@ -21,7 +21,7 @@ given a value (not n/a), reported as the share unjudged_valued / unjudged.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from extraction.domain import NA
 
@@ -59,6 +59,13 @@ class Counts:
     def add_unjudged(self, pred: str | None) -> None:
         self.unjudged += 1
         self.unjudged_valued += not is_na(pred)
+
+    @classmethod
+    def summed(cls, parts: Iterable[dict]) -> Counts:
+        """Several runs' counts (to_dict() or --json entries) added field by field: the counts of
+        one run over all of their products (evaluate_pool)."""
+        parts = list(parts)
+        return cls(**{f.name: sum(p[f.name] for p in parts) for f in fields(cls)})
 
     @property
     def precision(self) -> float:

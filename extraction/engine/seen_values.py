@@ -9,7 +9,8 @@ pairs predicted with one of their gold forms (VC) / pairs of that kind. Pure Pyt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from .metric import is_na, outcome
@@ -44,6 +45,12 @@ class SeenSplit:
     seen_right: int = 0
     unseen: int = 0
     unseen_right: int = 0
+
+    @classmethod
+    def summed(cls, parts: Iterable[dict]) -> SeenSplit:
+        """Several runs' splits (to_dict() or --json entries) added field by field."""
+        parts = list(parts)
+        return cls(**{f.name: sum(p[f.name] for p in parts) for f in fields(cls)})
 
     @property
     def seen_accuracy(self) -> float | None:
