@@ -36,7 +36,7 @@ from .evaluate_runs import (
     score_normalized,
     setting_text,
     settings_for,
-    spread,
+    sweep_sample,
 )
 from .evaluate_tables import (
     best_table,
@@ -105,7 +105,7 @@ def choose_settings(ex: Extractor, decoders, args, inputs: Inputs, budgets) -> t
     plan = {d: settings_for(d, args)[0] for d in decoders}
     sweep = [SWEEP_HEAD]
     if any(len(settings_for(d, args)) > 1 for d in decoders):
-        sample = spread(inputs.products, args.sweep_limit)
+        sample = sweep_sample(inputs.products, args.sweep_limit, args.chunk)
         write(f"sweep on {len(sample)} products (one decoder after the other; it only picks settings):")
         sample_grouped = groups(sample, inputs.schemas, *budgets, inputs.types)
         plan = run_sweep(ex, decoders, args, sample, sample_grouped, sweep)

@@ -259,6 +259,21 @@ def spread(products: list, limit: int) -> list:
     return [products[int(i * step)] for i in range(limit)]
 
 
+def sweep_sample(products: list, limit: int, chunk: int) -> list:
+    """Up to limit products as whole chunks of the main run (up to chunk products of one category
+    each), from categories taken evenly over the file. The batch sizes and layouts a sweep compares
+    must be ones the main run can use: spread over every category, 48 products gave about 5 a
+    category, where a batch of 16 and one of 64 are the same calls, so the sweep picked between
+    them by noise."""
+    if not limit or limit >= len(products):
+        return products
+    cats = list(ave.by_category(products).values())
+    n_cats = min(len(cats), -(-limit // chunk))  # as few categories as the limit allows
+    picked = [cats[int(k * len(cats) / n_cats)] for k in range(n_cats)]
+    per_cat = -(-limit // n_cats)
+    return [products[i] for idx in picked for i in idx[: min(chunk, per_cat)]][:limit]
+
+
 def settings_for(decoder: str, args) -> list[dict]:
     if decoder in ("hpd", "hpd-dense"):
         if args.stack is not None or args.rows is not None:

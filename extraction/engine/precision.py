@@ -25,13 +25,14 @@ from .budgets import model_budgets
 from .evaluate_runs import Interleaved, Run, add_result, chunks, finish, groups, spread
 from .evaluate_tables import table, write
 
-# name -> Extractor arguments (compile: torch.compile of the base model's forward, dynamic shapes;
-# *-free: no slot constraint, what the constraint costs, interleaved like the rest)
+# name -> Extractor arguments (compile: modeling.compile_layers, each decoder layer compiled with
+# dynamic shapes; *-free: no slot constraint, what the constraint costs, interleaved like the rest)
 PRECISIONS = {
     "float32": {"dtype": "float32"},
     "bfloat16": {"dtype": "bfloat16"},
     "int8": {"dtype": "float32", "quantize": "int8"},
     "compile": {"dtype": "float32", "compile": True},
+    "bfloat16-compile": {"dtype": "bfloat16", "compile": True},
     "float32-free": {"dtype": "float32", "extractive": False, "typed": False},
     "bfloat16-free": {"dtype": "bfloat16", "extractive": False, "typed": False},
 }
@@ -47,13 +48,13 @@ class Bench:
 
 
 def load(name: str, model_dir) -> Extractor:
-    import torch
+    from .modeling import compile_layers
 
     kw = dict(PRECISIONS[name])
     compiled = kw.pop("compile", False)
     ex = Extractor(model_dir, calibrate=False, **kw)
     if compiled:
-        ex.model.model.forward = torch.compile(ex.model.model.forward, dynamic=True)
+        compile_layers(ex.model)
     return ex
 
 
