@@ -140,8 +140,8 @@ def evaluate_decoding_arguments(p: argparse.ArgumentParser) -> None:
         "--sweep-limit",
         type=int,
         default=48,
-        help="products (spread over the file) the settings sweep runs on; the best settings then run "
-        "on every product (0: sweep on every product)",
+        help="products the settings sweep runs on, as whole chunks (--chunk) of categories taken evenly "
+        "over the file; the best settings then run on every product (0: sweep on every product)",
     )
     p.add_argument(
         "--extractive",
