@@ -86,7 +86,8 @@ def test_a_rater_changes_a_vote_and_the_results_count_the_new_one(live_server, c
         # "1 judged" already shows while changing, so wait for the changed vote's own answer: an
         # unfinished vote request could otherwise reset the CSRF cookie under the next sign-in.
         page.wait_for_selector("#changing", state="detached")
-        page.wait_for_selector("#my-votes li:has-text('B is better')")
+        # the list of votes is a closed <details>: its entries are attached, not visible
+        page.wait_for_selector("#my-votes li:has-text('B is better')", state="attached")
         assert page.inner_text("#progress-text").startswith("1 judged")
         page.context.clear_cookies()
         sign_in(page, live_server.url, "alice", password)
