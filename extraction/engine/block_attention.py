@@ -8,8 +8,10 @@ group, per layer: [rows x J, Hkv, P + Ld + G x Nd, D] =
     the document's own prompt entries: its text and keys (Ld, padded to the longest)
     its slots' value tokens, one column per slot per step (Nd slots, up to G steps)
 
-Each forward groups its queries the same way, and a query attends to its group's buffer under a
-mask that keeps the prefix, its document up to its key, and its own slot's tokens so far (the
+The model sees no padding: a forward's tokens are packed into one sequence [1, N] (the real prompt
+tokens at prefill, the open slots' tokens at a step), since every layer but attention treats
+tokens one by one; attention regroups them. Each forward groups its queries per document, and a
+query attends to its group's buffer under a mask that keeps the prefix, its document up to its key, and its own slot's tokens so far (the
 three-part mask of HPD.md, restricted to one document). The dense path (dense_attention.py: one
 cache per row, masks.py's mask) scores every query against every entry of its row: at J stacked
 documents a step's attention costs about J times what the mask lets through. Here stacking no
@@ -73,10 +75,9 @@ class BlockPlan:
         self.Ld = max(int(mine.sum(1).max()), 1)
         real = doc_ids != PAD
         rows = torch.arange(B, device=device)[:, None]
-        # where each real prompt token sits in the grouped layout [B*J*Ld], and in the packed one
+        # where each real prompt token (in the packed order: row-major) sits in the grouped layout [B*J*Ld]
         self.to_group = ((rows * self.J + doc_ids.clamp(min=0)) * self.Ld + rank)[real]
-        self.from_packed = (rows * L + torch.arange(L, device=device))[real]
-        self.B, self.L = B, L
+        self.B = B
         group_pos = torch.full((B * self.J * self.Ld,), -1, dtype=torch.long, device=device)
         group_pos[self.to_group] = position_ids[real]
         pos = group_pos.view(B * self.J, self.Ld)  # -1: empty place
@@ -110,8 +111,8 @@ class BlockPlan:
         same = (group[:, :, None] == group[:, None, :]) & valid[:, None, :]  # [B, Q, Q]
         rank = torch.tril(same.to(torch.int32)).sum(2) - 1
         Qd = max(int(rank.max()) + 1, 1)
-        picked = valid.reshape(-1).nonzero().squeeze(1)  # valid queries in [B*Q]
-        place = (group * Qd + rank.clamp(min=0)).reshape(-1)  # [B*Q] (padding queries: some place)
+        picked = valid.reshape(-1).nonzero().squeeze(1)  # valid queries in [B*Q], the packed order
+        g = group.reshape(-1)[picked]
         # a slot open at a step has been fed at every step before it: its token number fed goes
         # to the column of step fed, so the columns in use grow with the steps (time-major)
         f, lo = fed.reshape(-1)[picked], local.reshape(-1)[picked]
@@ -119,34 +120,34 @@ class BlockPlan:
         first = self.P + self.Ld  # the first value column
         K = first + T * self.Nd
         sees = torch.zeros((B * self.J * Qd, K), dtype=torch.bool, device=device)
-        at = place[picked]
+        at = g * Qd + rank.reshape(-1)[picked]  # each query's place in [groups, Qd]
         sees[:, : self.P] = True
         sees[at, self.P : first] = self.slot_sees[rows, order].reshape(B * Q, self.Ld)[picked]
         steps = torch.arange(T, device=device)
         sees[at[:, None], first + steps * self.Nd + lo[:, None]] = steps <= f[:, None]
         self.step = {
-            "picked": picked,
             "at": at,
-            "place": place,
             "Qd": Qd,
             "K": K,
-            "write": (group.reshape(-1)[picked], first + f * self.Nd + lo),
+            "write": (g, first + f * self.Nd + lo),
             "sees": sees,
         }
 
     def attend(self, layer: int, q, k, v, scale: float | None) -> torch.Tensor:
-        """q [B, H, Q, D], k / v [B, Hkv, Q, D] of this forward -> attention output [B, Q, H, D]."""
+        """q [1, H, N, D], k / v [1, Hkv, N, D] of this forward's packed tokens -> attention output
+        [1, N, H, D]."""
         self.calls += 1
         if self.step is None:
             return self._prefill(layer, q, k, v, scale)
         return self._decode(layer, q, k, v, scale)
 
     def _group(self, x: torch.Tensor) -> torch.Tensor:
-        """Packed [B, h, L, D] -> grouped per document [B*J, h, Ld, D] (empty places zero)."""
-        B, h, L, D = x.shape
-        out = x.new_zeros((B * self.J * self.Ld, h, D))
-        out[self.to_group] = x.transpose(1, 2).reshape(B * L, h, D)[self.from_packed]
-        return out.view(B * self.J, self.Ld, h, D).transpose(1, 2)
+        """Packed prompt tokens [1, h, N, D] -> grouped per document [B*J, h, Ld, D] (empty places
+        zero)."""
+        _, h, N, D = x.shape
+        out = x.new_zeros((self.B * self.J * self.Ld, h, D))
+        out[self.to_group] = x[0].transpose(0, 1)
+        return out.view(self.B * self.J, self.Ld, h, D).transpose(1, 2)
 
     def _attend(self, holder: dict, qg, buf_k, buf_v, K: int, m: int, scale):
         """Grouped queries [n*m, H, D] (m per group) against the first K columns of the group
@@ -166,8 +167,8 @@ class BlockPlan:
         return out.view(n, hkv, grp, m, D).permute(0, 3, 1, 2, 4).reshape(n * m, H, D)
 
     def _prefill(self, layer: int, q, k, v, scale):
-        B, H, L, D = q.shape
-        n, hkv, P, Ld = B * self.J, k.shape[1], self.P, self.Ld
+        _, H, N, D = q.shape
+        n, hkv, P, Ld = self.B * self.J, k.shape[1], self.P, self.Ld
         # value columns are zeroed step by step as they come into use (_decode): masked entries
         # must hold finite numbers, and zeroing the whole buffer up front costs more
         buf_k = k.new_empty((n, hkv, P + Ld + self.Nd * self.G, D))
@@ -179,26 +180,24 @@ class BlockPlan:
         self.zeroed.append(P + Ld)
         qg = self._group(q).transpose(1, 2).reshape(n * Ld, H, D)
         out = self._attend(self.prefill, qg, buf_k, buf_v, P + Ld, Ld, scale)
-        packed = q.new_zeros((B * L, H, D))  # padding tokens: zeros (never read)
-        packed[self.from_packed] = out[self.to_group]
-        return packed.view(B, L, H, D)
+        return out[self.to_group].view(1, N, H, D)
 
     def _decode(self, layer: int, q, k, v, scale):
         st = self.step
-        B, H, Q, D = q.shape
+        _, H, N, D = q.shape
         buf_k, buf_v = self.buffers[layer]
-        n, hkv, K, Qd = buf_k.shape[0], buf_k.shape[1], st["K"], st["Qd"]
+        K, Qd = st["K"], st["Qd"]
         if self.zeroed[layer] < K:
             buf_k[:, :, self.zeroed[layer] : K] = 0
             buf_v[:, :, self.zeroed[layer] : K] = 0
             self.zeroed[layer] = K
         g, t = st["write"]
-        buf_k[g, :, t] = k.transpose(1, 2).reshape(B * Q, hkv, D)[st["picked"]]
-        buf_v[g, :, t] = v.transpose(1, 2).reshape(B * Q, hkv, D)[st["picked"]]
-        qg = q.new_zeros((n * Qd, H, D))
-        qg[st["at"]] = q.transpose(1, 2).reshape(B * Q, H, D)[st["picked"]]
+        buf_k[g, :, t] = k[0].transpose(0, 1)
+        buf_v[g, :, t] = v[0].transpose(0, 1)
+        qg = q.new_zeros((buf_k.shape[0] * Qd, H, D))
+        qg[st["at"]] = q[0].transpose(0, 1)
         out = self._attend(st, qg, buf_k, buf_v, K, Qd, scale)
-        return out[st["place"]].view(B, Q, H, D)
+        return out[st["at"]].view(1, N, H, D)
 
     # ------------------------------------------------------------------ rows leaving
 
@@ -225,7 +224,8 @@ def blocks_enabled(model):
 
 
 def forward(model, input_ids, position_ids, plan: BlockPlan) -> torch.Tensor:
-    """One forward under the plan -> last hidden states [B, Q, D]."""
+    """One forward of packed tokens ([1, N] ids and positions) under the plan -> last hidden
+    states [N, D]."""
     B, Q = input_ids.shape
     calls = plan.calls
     # a 4D mask is passed through as it is (no mask is built); the blocks mask themselves
@@ -242,7 +242,7 @@ def forward(model, input_ids, position_ids, plan: BlockPlan) -> torch.Tensor:
         raise NotDispatched(
             f"{type(model).__name__}: {plan.calls - calls} of {len(plan.prefix)} layers used block attention"
         )
-    return out.last_hidden_state
+    return out.last_hidden_state[0]
 
 
 class NotDispatched(RuntimeError):
@@ -258,11 +258,17 @@ class BlockRows:
         )
 
     def prefill(self, model, rows) -> torch.Tensor:
-        return forward(model, rows.input_ids, rows.position_ids, self.plan)
+        """-> hidden states [B, L, D] of the rows' prompt tokens (zeros at padding)."""
+        real = rows.doc_ids != PAD
+        hidden = forward(model, rows.input_ids[real][None], rows.position_ids[real][None], self.plan)
+        out = hidden.new_zeros((*rows.input_ids.shape, hidden.shape[-1]))
+        out[real] = hidden
+        return out
 
     def step(self, model, ids, pos, order, valid, fed) -> torch.Tensor:
+        """-> hidden states [N, D] of the valid queries, row-major."""
         self.plan.begin_step(order, valid, fed)
-        return forward(model, ids, pos, self.plan)
+        return forward(model, ids[valid][None], pos[valid][None], self.plan)
 
     def select_rows(self, keep: torch.Tensor) -> None:
         self.plan.select_rows(keep)

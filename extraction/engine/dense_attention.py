@@ -46,7 +46,7 @@ class DenseRows:
     def step(self, model, ids, pos, order, valid, fed) -> torch.Tensor:
         self.gen_slot = torch.cat([self.gen_slot, torch.where(valid, order, PAD)], 1)  # [B', G+Q]
         mask = masks.step_mask(self.base, self.gen_slot, order, valid)  # [B', 1, Q, P+L+G+Q]
-        return forward_hidden(model, ids, pos, mask, self.cache)
+        return forward_hidden(model, ids, pos, mask, self.cache)[valid]  # [N, D] valid queries, row-major
 
     def select_rows(self, keep: torch.Tensor) -> None:
         for layer in self.cache.layers:

@@ -8,7 +8,9 @@ of every stacked document of every batch row.
     collect          tokens -> SlotValue (ids, logprobs, truncated)
 
 The slot constraint is a hook (Greedy, or Constrained over batched_constraints.py): it turns a step's
-log-probabilities into the chosen tokens, so prefill and steps pick tokens through one function.
+logits into the chosen tokens, so prefill and steps pick tokens through one function. Only queries
+of open slots reach the model's head and the hook: the padding a row needs to be rectangular is
+never projected onto the vocabulary (and under block attention never enters the model at all).
 
 Attention is one of two paths with the same three-part mask (HPD.md): block_attention.py (the
 default) computes a query's scores against the prefix, its own document and its own slot only;
@@ -32,8 +34,8 @@ from .batched_constraints import BatchedConstraint
 from .block_attention import BlockRows, NotDispatched
 from .dense_attention import DenseRows
 from .layout import PAD, SchemaPrompt, build_hpd_layout
-from .modeling import forward_hidden, greedy, logprobs, new_cache
-from .token_masks import constrain_masked
+from .modeling import forward_hidden, greedy, logits, new_cache
+from .token_masks import masked_log_softmax
 
 
 @dataclass
@@ -138,33 +140,29 @@ def build_rows(schema: SchemaPrompt, rows: list[list[RowDoc]], pad_id: int, devi
 class Greedy:
     """Unconstrained greedy choice."""
 
-    def choose(self, lp, row_map, order, valid):
-        """lp [B', Q, V] for query k of active row b = slot order[b, k] of batch row row_map[b],
-        valid [B', Q] (padding queries False) -> (tokens, their log-probabilities) [B', Q]."""
-        return greedy(lp)
+    def choose(self, scores, rows, slots):
+        """scores [N, V] float32 logits of N queries, query i for slot slots[i] of batch row rows[i]
+        -> (tokens, their log-probabilities) [N]."""
+        return greedy(torch.log_softmax(scores, dim=-1))
 
 
 class Constrained(Greedy):
     """Every slot under its attribute's constraint (constraints.slot_rules: by default a substring of
     its document, RowDoc.span, or "n/a"): disallowed tokens get -inf before the argmax, and a value's
-    confidence comes from the log-softmax renormalized over the allowed tokens
-    (token_masks.constrain_masked). Padding queries stay unconstrained. The slots' states live in
-    one batched_constraints.BatchedConstraint (slot b * S + s: tensor ops per step, no Python per
-    slot), indexed by batch row, so rows that drop_finished removed change nothing here."""
+    confidence comes from the log-softmax over the allowed tokens (token_masks.masked_log_softmax).
+    The slots' states live in one batched_constraints.BatchedConstraint (slot b * S + s: tensor ops
+    per step, no Python per slot), indexed by batch row, so rows that drop_finished removed change
+    nothing here."""
 
     def __init__(self, rows: Rows, schema: SchemaPrompt):
         self.width = rows.slot_valid.shape[1]
         self.slots = BatchedConstraint(slot_specs(rows, schema), rows.input_ids.device)
 
-    def choose(self, lp, row_map, order, valid):
-        V = lp.shape[-1]
-        idx = (row_map[:, None] * self.width + order).reshape(-1)  # [B' * Q] slot of each query
-        live = valid.reshape(-1).nonzero().squeeze(1)
-        mask = torch.ones((len(idx), V), dtype=torch.bool, device=lp.device)
-        free = ~valid.reshape(-1)
-        mask[live], free[live] = self.slots.mask(idx[live], V)
-        tok, tok_lp = greedy(constrain_masked(lp, mask, free))
-        self.slots.push(idx[live], tok.reshape(-1)[live])  # the terminator is not pushed
+    def choose(self, scores, rows, slots):
+        idx = rows * self.width + slots
+        mask, _ = self.slots.mask(idx, scores.shape[-1])  # a free slot's mask allows every token
+        tok, tok_lp = greedy(masked_log_softmax(scores, mask))
+        self.slots.push(idx, tok)  # the terminator is not pushed
         return tok, tok_lp
 
 
@@ -229,15 +227,14 @@ def prefill_rows(
     counters.forward_steps += 1
     counters.prefill_tokens += B * L
     counters.tokens_decoded += int(rows.slot_valid.sum())
-    at_keys = torch.gather(
-        hidden, 1, rows.slot_index[:, :, None].expand(-1, -1, hidden.shape[-1])
-    )  # [B, S, D]
-    all_rows = torch.arange(B, device=device)
-    every_slot = torch.arange(S, device=device)[None].expand(B, S)
-    tok, lp = hook.choose(logprobs(model, at_keys), all_rows, every_slot, rows.slot_valid)  # [B, S]
+    live = rows.slot_valid.nonzero(as_tuple=True)  # (batch row, slot) of every real slot
+    at_keys = hidden[live[0], rows.slot_index[live]]  # [N, D] each slot's last key token
+    tok_live, lp_live = hook.choose(logits(model, at_keys), *live)
     out_tok = torch.full((B, S, max_gap + 1), -1, dtype=torch.long, device=device)
     out_lp = torch.zeros((B, S, max_gap + 1), dtype=torch.float32, device=device)
-    out_tok[:, :, 0], out_lp[:, :, 0] = tok, lp
+    out_tok[live[0], live[1], 0], out_lp[live[0], live[1], 0] = tok_live, lp_live
+    # [B, S]; padding slots (never open) get token 0: dense rows still embed their padding queries
+    tok = out_tok[:, :, 0].clamp(min=0)
     return Decoding(
         attn=attn,
         open_=rows.slot_valid & (tok != schema.terminator) & (rows.slot_gap > 0),
@@ -245,7 +242,7 @@ def prefill_rows(
         fed=torch.zeros((B, S), dtype=torch.long, device=device),
         start=rows.slot_start,
         gap=rows.slot_gap,
-        row_map=all_rows,
+        row_map=torch.arange(B, device=device),
         out_tok=out_tok,
         out_lp=out_lp,
     )
@@ -272,18 +269,17 @@ def decode_step(model, d: Decoding, hook: Greedy, term: int, counters: Counters)
     ids = torch.gather(d.last, 1, order)  # [B', Q]
     fed = torch.gather(d.fed, 1, order)  # [B', Q] value tokens each query's slot has so far
     pos = torch.gather(d.start, 1, order) + fed  # [B', Q]
-    hidden = d.attn.step(model, ids, pos, order, valid, fed)  # [B', Q, D]
+    hidden = d.attn.step(model, ids, pos, order, valid, fed)  # [N, D] the valid queries, row-major
+    r, k = valid.nonzero(as_tuple=True)
+    slot = order[r, k]  # [N]
     counters.forward_steps += 1
-    counters.tokens_decoded += int(valid.sum())
+    counters.tokens_decoded += len(slot)
     d.steps += 1
-    new_tok, new_lp = hook.choose(logprobs(model, hidden), d.row_map, order, valid)  # [B', Q]
-    hit = torch.zeros_like(d.open_).scatter_(1, order, valid)  # [B', S] slots that got a token
-    full_tok = torch.zeros_like(d.last).scatter_(1, order, new_tok)
-    full_lp = torch.zeros(hit.shape, dtype=new_lp.dtype, device=hit.device).scatter_(1, order, new_lp)
-    d.fed = d.fed + hit.long()
-    d.out_tok[d.row_map, :, d.steps] = torch.where(hit, full_tok, d.out_tok[d.row_map, :, d.steps])
-    d.out_lp[d.row_map, :, d.steps] = torch.where(hit, full_lp, d.out_lp[d.row_map, :, d.steps])
-    d.last = torch.where(hit, full_tok, d.last)
+    tok, lp = hook.choose(logits(model, hidden), d.row_map[r], slot)  # [N]
+    d.out_tok[d.row_map[r], slot, d.steps] = tok
+    d.out_lp[d.row_map[r], slot, d.steps] = lp
+    d.fed[r, slot] += 1
+    d.last[r, slot] = tok
     d.open_ = d.open_ & (d.last != term) & (d.fed < d.gap)
 
 

@@ -195,24 +195,32 @@ def forward_hidden(
 
 
 def compile_layers(model) -> None:
-    """torch.compile every decoder layer, with dynamic shapes (rows, queries and cache lengths change
-    at every step). Regional compilation: the layers are one class, so they share one compiled code
-    and a cold start compiles one layer, not all of them; compiling the whole forward instead had
-    not finished one HPD pass after 10 minutes on a 2-core CPU."""
+    """torch.compile the cache-free parts of every decoder layer (its MLP and its two norms), with
+    dynamic shapes (rows, queries and cache lengths change at every step). Regional compilation:
+    the layers are one class, so they share one compiled code and a cold start compiles one layer.
+    Not the whole layer: its attention writes the cache, and dynamo guards on the cache's state
+    and the layer's index, so every layer recompiled until the recompile limit (8) left the rest
+    eager; compiling the whole forward had not finished one HPD pass after 10 minutes on 2 cores."""
     for layer in model.base_model.layers:
-        layer.compile(dynamic=True)
+        for part in ("mlp", "input_layernorm", "post_attention_layernorm"):
+            getattr(layer, part).compile(dynamic=True)
+
+
+def logits(model, hidden: torch.Tensor) -> torch.Tensor:
+    """hidden [..., D] -> logits [..., V] in float32, with the logit scalings some families apply
+    in their CausalLM forward (Granite's logits_scaling, Cohere's logit_scale)."""
+    out = model.get_output_embeddings()(hidden).float()
+    config = model.config
+    if getattr(config, "logits_scaling", None):
+        out = out / config.logits_scaling
+    if getattr(config, "logit_scale", None):
+        out = out * config.logit_scale
+    return out
 
 
 def logprobs(model, hidden: torch.Tensor) -> torch.Tensor:
-    """hidden [..., D] -> log-probabilities [..., V] in float32 (with the logit scalings some
-    families apply in their CausalLM forward: Granite's logits_scaling, Cohere's logit_scale)."""
-    logits = model.get_output_embeddings()(hidden).float()
-    config = model.config
-    if getattr(config, "logits_scaling", None):
-        logits = logits / config.logits_scaling
-    if getattr(config, "logit_scale", None):
-        logits = logits * config.logit_scale
-    return torch.log_softmax(logits, dim=-1)
+    """hidden [..., D] -> log-probabilities [..., V] in float32 (logits, then log-softmax)."""
+    return torch.log_softmax(logits(model, hidden), dim=-1)
 
 
 def greedy(lp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,7 +1,7 @@
 """Allowed-token masks: the one place a slot constraint's allowed ids become -inf logits.
 
-The decoders build their masks batched (batched_constraints.BatchedConstraint.mask) and renormalize
-with constrain_masked; allowed_mask / constrain take per-row allowed sets (the per-slot states of
+The decoders build their masks batched (batched_constraints.BatchedConstraint.mask) and take the
+log-softmax of the masked logits (masked_log_softmax); allowed_mask / constrain take per-row allowed sets (the per-slot states of
 constraints.py: tests, one-off use). An allowed set is a list of ids or a LongTensor; None leaves a
 row unconstrained.
 """
@@ -50,6 +50,12 @@ def constrain_masked(lp: torch.Tensor, mask: torch.Tensor, free: torch.Tensor) -
     rows), e.g. by batched_constraints.BatchedConstraint.mask."""
     V = lp.shape[-1]
     flat = lp.reshape(-1, V)
-    out = torch.log_softmax(flat.masked_fill(~mask, float("-inf")), dim=-1)
-    out = torch.where(free[:, None], flat, out)
+    out = torch.where(free[:, None], flat, masked_log_softmax(flat, mask))
     return out.reshape(lp.shape)
+
+
+def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """logits [rows, V] (or log-probabilities: the same result), mask [rows, V] bool -> the
+    log-softmax over the allowed tokens, -inf elsewhere. The decoders' step takes it straight from
+    the logits: one log-softmax over the vocabulary per query, not one before and one after."""
+    return torch.log_softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)

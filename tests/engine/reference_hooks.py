@@ -14,31 +14,26 @@ from extraction.engine.ar import scaffold
 from extraction.engine.hpd import Greedy, Rows
 from extraction.engine.layout import SchemaPrompt
 from extraction.engine.modeling import greedy
-from extraction.engine.token_masks import allowed_mask, constrain
+from extraction.engine.token_masks import allowed_mask, masked_log_softmax
 
 
 class ReferenceConstrained(Greedy):
     """Every slot under its attribute's constraint (constraints.slot_rules: by default a substring of
     its document, RowDoc.span, or "n/a"): disallowed tokens get -inf before the argmax, and a value's
     confidence comes from the log-softmax renormalized over the allowed tokens
-    (token_masks.constrain). Padding queries stay unconstrained."""
+    (token_masks.masked_log_softmax, over token_masks.allowed_mask of the per-slot sets)."""
 
     def __init__(self, rows: Rows, schema: SchemaPrompt):
         self.term = schema.terminator
         self.states = slot_states(rows, schema)  # [B][S] constraint state or None
 
-    def choose(self, lp, row_map, order, valid):
-        rmap, qs, ok = row_map.tolist(), order.tolist(), valid.tolist()
-        picked = [
-            [self.states[rmap[b]][s] if ok[b][k] else None for k, s in enumerate(qs[b])]
-            for b in range(len(qs))
-        ]
-        lp = constrain(lp, [st.allowed() if st else None for r in picked for st in r])
-        tok, tok_lp = greedy(lp)
-        for r, toks in zip(picked, tok.tolist(), strict=True):
-            for st, t in zip(r, toks, strict=True):
-                if st is not None and t != self.term:
-                    st.push(t)
+    def choose(self, scores, rows, slots):
+        picked = [self.states[b][s] for b, s in zip(rows.tolist(), slots.tolist(), strict=True)]
+        mask = allowed_mask([st.allowed() if st else None for st in picked], scores.shape[-1])
+        tok, tok_lp = greedy(masked_log_softmax(scores, mask))
+        for st, t in zip(picked, tok.tolist(), strict=True):
+            if st is not None and t != self.term:
+                st.push(t)
         return tok, tok_lp
 
 

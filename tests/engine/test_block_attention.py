@@ -45,6 +45,33 @@ def test_blocks_equal_dense_rows(family, stack, tokenizer):
     assert_same(blocks, dense)
 
 
+def test_the_model_sees_no_padding_under_blocks(tokenizer):
+    """Rows of unequal length and slots that finish at different steps: every forward under blocks
+    feeds the model exactly the real prompt tokens (prefill) or the open slots' tokens (a step),
+    packed into one sequence, and still decodes what dense rows (padded) decode."""
+    model, schema, _ = setup("llama", "sdpa", tokenizer)
+    docs = [layout.doc_ids(tokenizer, t) for t in TEXTS * 2]
+    rows_of = lambda d: hpd.hpd_rows(d, len(schema.attributes), 3)  # noqa: E731
+    fed = []
+    hook = model.get_input_embeddings().register_forward_hook(
+        lambda m, args, out: fed.append(tuple(args[0].shape))
+    )
+    try:
+        blocks, dense, counters = decode_both(model, schema, docs, rows_of, 6)
+    finally:
+        hook.remove()
+    assert_same(blocks, dense)
+    under_blocks = fed[1 : counters.forward_steps + 1]  # fed[0]: the prefix prefill
+    rows = hpd.build_rows(schema, rows_of(docs), 0, torch.device(DEVICE))
+    real = int((rows.doc_ids != layout.PAD).sum())
+    assert real < rows.input_ids.numel()  # the rows are padded ...
+    assert under_blocks[0] == (1, real)  # ... and the model sees none of it
+    open_per_step = [n for _, n in under_blocks[1:]]
+    assert all(b == 1 for b, _ in under_blocks)
+    assert sum(open_per_step) == counters.tokens_decoded - int(rows.slot_valid.sum())
+    assert open_per_step == sorted(open_per_step, reverse=True) and open_per_step[0] > open_per_step[-1]
+
+
 def test_blocks_equal_dense_rows_when_stacked_rows_leave(tokenizer):
     """Rows of two documents leave the decode once finished (the kept rows' groups renumbered):
     half the rows decode only Color (a 3-token gap), the others Brand and Size (5 and 6)."""
