@@ -25,8 +25,8 @@ from .budgets import model_budgets
 from .evaluate_runs import Interleaved, Run, add_result, chunks, finish, groups, spread
 from .evaluate_tables import table, write
 
-# name -> Extractor arguments (compile: modeling.compile_layers, each decoder layer compiled with
-# dynamic shapes; *-free: no slot constraint, what the constraint costs, interleaved like the rest)
+# name -> Extractor arguments (compile: modeling.compile_layers, each decoder layer's MLP and norms
+# compiled with dynamic shapes; *-free: no slot constraint, what the constraint costs, interleaved like the rest)
 PRECISIONS = {
     "float32": {"dtype": "float32"},
     "bfloat16": {"dtype": "bfloat16"},
