@@ -11,12 +11,12 @@ group, per layer: [rows x J, Hkv, P + Ld + G x Nd, D] =
 The model sees no padding: a forward's tokens are packed into one sequence [1, N] (the real prompt
 tokens at prefill, the open slots' tokens at a step), since every layer but attention treats
 tokens one by one; attention regroups them. Each forward groups its queries per document, and a
-query attends to its group's buffer under a mask that keeps the prefix, its document up to its key, and its own slot's tokens so far (the
-three-part mask of HPD.md, restricted to one document). The dense path (dense_attention.py: one
-cache per row, masks.py's mask) scores every query against every entry of its row: at J stacked
-documents a step's attention costs about J times what the mask lets through. Here stacking no
-longer taxes attention, which is what lets the layout sweep pick J > 1 for its other gains (less
-padding, more slots per forward).
+query attends to its group's buffer under a mask that keeps the prefix, its document up to its
+key, and its own slot's tokens so far (the three-part mask of HPD.md, restricted to one document).
+The dense path (dense_attention.py: one cache per row, masks.py's mask) scores every query
+against every entry of its row: at J stacked documents a step's attention costs about J times
+what the mask lets through. Here neither stacking nor padding taxes the forward, so the layout
+sweep chooses J and rows on what is left (rows leaving the decode, batch sizes).
 
 Wiring: a forward runs with the config's attention implementation switched to BLOCKS (registered
 in transformers' AttentionInterface) and the plan passed as a keyword argument, which
@@ -75,7 +75,7 @@ class BlockPlan:
         self.Ld = max(int(mine.sum(1).max()), 1)
         real = doc_ids != PAD
         rows = torch.arange(B, device=device)[:, None]
-        # where each real prompt token (in the packed order: row-major) sits in the grouped layout [B*J*Ld]
+        # where each real prompt token (packed order: row-major) sits in the grouped layout [B*J*Ld]
         self.to_group = ((rows * self.J + doc_ids.clamp(min=0)) * self.Ld + rank)[real]
         self.B = B
         group_pos = torch.full((B * self.J * self.Ld,), -1, dtype=torch.long, device=device)

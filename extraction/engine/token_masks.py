@@ -1,8 +1,8 @@
 """Allowed-token masks: the one place a slot constraint's allowed ids become -inf logits.
 
 The decoders build their masks batched (batched_constraints.BatchedConstraint.mask) and take the
-log-softmax of the masked logits (masked_log_softmax); allowed_mask / constrain take per-row allowed sets (the per-slot states of
-constraints.py: tests, one-off use). An allowed set is a list of ids or a LongTensor; None leaves a
+log-softmax of the masked logits (masked_log_softmax); allowed_mask / constrain take per-row
+allowed sets (the per-slot states of constraints.py: tests, one-off use). An allowed set is a list of ids or a LongTensor; None leaves a
 row unconstrained.
 """
 
