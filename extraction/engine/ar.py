@@ -13,6 +13,7 @@ from . import extractive as span
 from .batched_constraints import BatchedConstraint
 from .layout import NA, SchemaPrompt, _quote, ar_max_new_tokens, build_ar_prompt, parse_ar_json
 from .modeling import expand_cache
+from .token_masks import masked_choice
 
 
 @dataclass
@@ -163,15 +164,16 @@ class ExtractiveProcessor(LogitsProcessor):
         self.at = torch.where(ended, 0, self.at)
         self._settle(forced | ended)
 
-    def _value_mask(self, slot: torch.Tensor, vocab: int) -> torch.Tensor:
-        """The tokens a value allows next (a free value: every token), the end token only where
-        the value may end when it is also a text token."""
-        return self.c.mask(slot, vocab, strict_end=self.end_is_text)[0]
+    def _value_allowed(self, slot: torch.Tensor, vocab: int):
+        """(rows, tokens, free) a value allows next (BatchedConstraint.allowed; a free value: every
+        token), the end token only where the value may end when it is also a text token."""
+        return self.c.allowed(slot, vocab, strict_end=self.end_is_text)
 
-    def allowed(self, scores: torch.Tensor) -> torch.Tensor:
-        """[B, V] every row's allowed next tokens (done rows: every token)."""
+    def allowed(self, scores: torch.Tensor):
+        """-> (rows, tokens, every [B] bool): every row's allowed next tokens as (row, token) pairs;
+        rows with every set (done rows, free values) allow every token."""
         B, V = scores.shape
-        out = torch.ones((B, V), dtype=torch.bool, device=scores.device)
+        every = self.done.clone()
         slot = self._slot()
         forced = ~self.done & ~self.in_value
         at = self.at.clamp(max=self.part_tab.shape[1] - 1)
@@ -179,17 +181,16 @@ class ExtractiveProcessor(LogitsProcessor):
         value = ~self.done & self.in_value
         room = value & (self.c.length[slot] < self.gap[self.part])
         r = room.nonzero().squeeze(1)
-        out[r] = self._value_mask(slot[r], V)
+        v_rows, v_toks, free = self._value_allowed(slot[r], V)
+        every[r[free]] = True
         full = (value & ~room).nonzero().squeeze(1)  # the gap is full
         finish = self.c.finishing(slot[full])
         forced_tok[full] = torch.where(finish >= 0, finish, self.c.end[slot[full]])  # finish "n/a", or end
         judge = full[finish < 0]  # would the model have ended here?
-        best = scores[judge].masked_fill(~self._value_mask(slot[judge], V), float("-inf")).argmax(-1)
+        best, _ = masked_choice(scores[judge], *self._value_allowed(slot[judge], V))
         self._truncated[judge, self.part[judge]] = best != self.c.end[slot[judge]]
         one = (forced_tok >= 0).nonzero().squeeze(1)
-        out[one] = False
-        out[one, forced_tok[one]] = True
-        return out
+        return torch.cat([r[v_rows], one]), torch.cat([v_toks, forced_tok[one]]), every
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         if self.c is None:
@@ -198,7 +199,12 @@ class ExtractiveProcessor(LogitsProcessor):
         self.seen = input_ids.shape[1] - self.prompt_len
         for k in range(new.shape[1]):  # one token per call: a loop over steps, not rows
             self.push(new[:, k])
-        return scores.masked_fill(~self.allowed(scores), float("-inf"))
+        rows, toks, every = self.allowed(scores)
+        # the allowed logits copied into -inf: a few per row, not a mask over the vocabulary
+        out = torch.full_like(scores, float("-inf"))
+        out[rows, toks] = scores[rows, toks]
+        out[every] = scores[every]
+        return out
 
 
 def extractive_values(

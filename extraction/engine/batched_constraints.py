@@ -259,12 +259,15 @@ class BatchedConstraint:
         na = self._na_next(idx)
         return torch.where(na >= 0, na, auto)
 
-    def mask(self, idx: torch.Tensor, vocab: int, strict_end: bool = False):
-        """-> (mask [M, vocab] bool, free [M] bool): the tokens allowed next for slots idx, the end
-        token where the value may end, only the end token where nothing else is; free slots all
-        True. strict_end: the end token is also a text token (AR without the terminator), allowed
-        only where the value may end."""
-        M, kind = len(idx), self.kind[idx]
+    def allowed(self, idx: torch.Tensor, vocab: int, strict_end: bool = False):
+        """-> (rows [K], tokens [K], free [M] bool): the tokens allowed next for slots idx as
+        distinct (row of idx, token) pairs, sorted (a row's tokens ascending): the end token where
+        the value may end, only the end token where nothing else is. Free slots (every token
+        allowed) are flagged, their pairs meaningless. strict_end: the end token is also a text
+        token (AR without the terminator), allowed only where the value may end. The pairs are a
+        few per slot where a mask row is the whole vocabulary: a step's choice gathers only them
+        (token_masks.masked_choice)."""
+        kind = self.kind[idx]
         span = kind == SPAN
         fresh = (span & ~self.started[idx]).nonzero().squeeze(1)
         going = (span & self.started[idx]).nonzero().squeeze(1)
@@ -278,15 +281,25 @@ class BatchedConstraint:
             _expand(self.auto_ptr, self.auto_tok, self.auto[idx[alive]], alive),
             (on, na[on]),
         ]
-        rows, toks = zip(*found, strict=True)
-        out = torch.zeros((M, vocab), dtype=torch.bool, device=self.device)
-        out[torch.cat(rows), torch.cat(toks)] = True
-        end, every = self.end[idx], torch.arange(M, device=self.device)
-        if strict_end:
-            out[every, end] = False
-        out[every, end] |= self.may_end(idx)
-        out[every, end] |= ~out.any(1)  # never empty
-        free = kind == OPEN
+        rows, toks = (torch.cat(x) for x in zip(*found, strict=True))
+        M, end = len(idx), self.end[idx]
+        at_end = toks == end[rows]
+        # the end token: where the value may end, where the text allows it (unless strict), and
+        # where nothing else is allowed (never empty)
+        end_ok = self.may_end(idx)
+        if not strict_end:
+            end_ok |= torch.zeros(M, dtype=torch.bool, device=self.device).index_fill_(0, rows[at_end], True)
+        rows, toks = rows[~at_end], toks[~at_end]
+        end_ok |= torch.bincount(rows, minlength=M) == 0
+        ended = end_ok.nonzero().squeeze(1)
+        key = torch.unique(torch.cat([rows, ended]) * vocab + torch.cat([toks, end[ended]]))
+        return key // vocab, key % vocab, kind == OPEN
+
+    def mask(self, idx: torch.Tensor, vocab: int, strict_end: bool = False):
+        """-> (mask [M, vocab] bool, free [M] bool): allowed(idx) as a mask (free slots all True)."""
+        rows, toks, free = self.allowed(idx, vocab, strict_end)
+        out = torch.zeros((len(idx), vocab), dtype=torch.bool, device=self.device)
+        out[rows, toks] = True
         out[free] = True
         return out, free
 

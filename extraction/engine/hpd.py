@@ -34,8 +34,9 @@ from .batched_constraints import BatchedConstraint
 from .block_attention import BlockRows, NotDispatched
 from .dense_attention import DenseRows
 from .layout import PAD, SchemaPrompt, build_hpd_layout
-from .modeling import forward_hidden, greedy, logits, new_cache
-from .token_masks import masked_log_softmax
+from .lookahead import Lookahead, propose
+from .modeling import forward_hidden, logits, new_cache
+from .token_masks import greedy_log_softmax, masked_choice
 
 
 @dataclass
@@ -72,6 +73,8 @@ class Counters:
     tokens_decoded: int = 0
     prefill_tokens: int = 0
     rows_dropped: int = 0  # rows that left the decode early (all their slots finished)
+    drafted: int = 0  # lookahead draft tokens fed (lookahead.py)
+    accepted: int = 0  # of them, those the step's own choice confirmed
     max_steps_per_row_batch: list[int] = field(default_factory=list)
 
 
@@ -104,6 +107,7 @@ class Rows:
     owner: list[list[tuple[int, int]]]  # [B][S] (row-doc index, attribute) of each slot
     span: list[list[span.DocIndex | None]] = field(default_factory=list)  # [B][S] documents for extractive
     document: list[list[int]] = field(default_factory=list)  # [B][S] RowDoc.index of each slot
+    doc_tokens: torch.Tensor | None = None  # [B, J, Ld] each document's tokens (-1: padding), for lookahead
 
 
 def _padded(rows_: list[list], value, device) -> torch.Tensor:
@@ -131,7 +135,18 @@ def build_rows(schema: SchemaPrompt, rows: list[list[RowDoc]], pad_id: int, devi
         owner=slots,
         span=[[rd.span for rd in r] for r in slot_docs],
         document=[[rd.index for rd in r] for r in slot_docs],
+        doc_tokens=_doc_tokens(rows, device),
     )
+
+
+def _doc_tokens(rows: list[list[RowDoc]], device) -> torch.Tensor:
+    J = max(len(row) for row in rows)
+    L = max(len(rd.doc) for row in rows for rd in row)
+    out = torch.full((len(rows), J, L), -1, dtype=torch.long)
+    for b, row in enumerate(rows):
+        for j, rd in enumerate(row):
+            out[b, j, : len(rd.doc)] = torch.tensor(rd.doc, dtype=torch.long)
+    return out.to(device)
 
 
 # ---------------------------------------------------------------------------------- token choice hooks
@@ -143,13 +158,13 @@ class Greedy:
     def choose(self, scores, rows, slots):
         """scores [N, V] float32 logits of N queries, query i for slot slots[i] of batch row rows[i]
         -> (tokens, their log-probabilities) [N]."""
-        return greedy(torch.log_softmax(scores, dim=-1))
+        return greedy_log_softmax(scores)
 
 
 class Constrained(Greedy):
     """Every slot under its attribute's constraint (constraints.slot_rules: by default a substring of
     its document, RowDoc.span, or "n/a"): disallowed tokens get -inf before the argmax, and a value's
-    confidence comes from the log-softmax over the allowed tokens (token_masks.masked_log_softmax).
+    confidence comes from the log-softmax over the allowed tokens (token_masks.masked_choice).
     The slots' states live in one batched_constraints.BatchedConstraint (slot b * S + s: tensor ops
     per step, no Python per slot), indexed by batch row, so rows that drop_finished removed change
     nothing here."""
@@ -160,8 +175,7 @@ class Constrained(Greedy):
 
     def choose(self, scores, rows, slots):
         idx = rows * self.width + slots
-        mask, _ = self.slots.mask(idx, scores.shape[-1])  # a free slot's mask allows every token
-        tok, tok_lp = greedy(masked_log_softmax(scores, mask))
+        tok, tok_lp = masked_choice(scores, *self.slots.allowed(idx, scores.shape[-1]))
         self.slots.push(idx, tok)  # the terminator is not pushed
         return tok, tok_lp
 
@@ -197,9 +211,13 @@ class Decoding:
     out_tok: torch.Tensor  # [B, S, G+1] chosen tokens (-1 = none)
     out_lp: torch.Tensor  # [B, S, G+1] their log-probabilities
     steps: int = 0
+    lookahead: Lookahead | None = None  # drafts per step (block attention only), None: one token
+    docs: torch.Tensor | None = None  # [B, J, Ld] Rows.doc_tokens (the drafts' source)
+    slot_doc: torch.Tensor | None = None  # [B, S] Rows.slot_doc
 
 
 ATTENTION = {"blocks": BlockRows, "dense": DenseRows}
+LOOKAHEAD = Lookahead()  # the default: drafts on (block attention)
 
 
 def prefill_rows(
@@ -210,10 +228,12 @@ def prefill_rows(
     hook: Greedy,
     counters: Counters,
     attention="blocks",
+    lookahead: Lookahead | None = None,
 ):
     """Prefill the rows after the shared prefix; every slot's first token comes from its key's last
     token. -> the Decoding state. attention: "blocks" (falls back to "dense" for a model whose
-    layers do not all call the attention interface) or "dense"."""
+    layers do not all call the attention interface) or "dense"; lookahead: the steps' drafts
+    (lookahead.py; dense rows decode without)."""
     device = rows.input_ids.device
     B, L = rows.input_ids.shape
     S = rows.slot_index.shape[1]
@@ -245,6 +265,9 @@ def prefill_rows(
         row_map=torch.arange(B, device=device),
         out_tok=out_tok,
         out_lp=out_lp,
+        lookahead=lookahead if isinstance(attn, BlockRows) else None,
+        docs=rows.doc_tokens,
+        slot_doc=rows.slot_doc,
     )
 
 
@@ -260,26 +283,62 @@ def drop_finished(d: Decoding, n_open: torch.Tensor, counters: Counters) -> None
         setattr(d, name, getattr(d, name)[keep])
 
 
-def decode_step(model, d: Decoding, hook: Greedy, term: int, counters: Counters) -> None:
-    """One forward for every open slot: its last token in, its next token out."""
-    q = int(d.open_.sum(1).max())
-    # compact: open slots first in each row, padding queries after them
-    order = torch.sort((~d.open_).to(torch.int8), dim=1, stable=True).indices[:, :q]  # [B', Q]
-    valid = torch.gather(d.open_, 1, order)  # [B', Q]
-    ids = torch.gather(d.last, 1, order)  # [B', Q]
-    fed = torch.gather(d.fed, 1, order)  # [B', Q] value tokens each query's slot has so far
-    pos = torch.gather(d.start, 1, order) + fed  # [B', Q]
-    hidden = d.attn.step(model, ids, pos, order, valid, fed)  # [N, D] the valid queries, row-major
-    r, k = valid.nonzero(as_tuple=True)
-    slot = order[r, k]  # [N]
+def step_queries(d: Decoding, r: torch.Tensor, s: torch.Tensor, tokens: torch.Tensor, n: torch.Tensor):
+    """The step's queries, open slot (r, s) feeding tokens[m, :n[m]] at its token numbers fed, fed + 1,
+    ...: -> (ids, positions, order, valid, fed) [B', Q], each row's queries first, slot by slot."""
+    m, i = (torch.arange(tokens.shape[1], device=n.device) < n[:, None]).nonzero(as_tuple=True)
+    qr = r[m]
+    per_row = torch.bincount(qr, minlength=len(d.row_map))
+    k = torch.arange(len(qr), device=qr.device) - (per_row.cumsum(0) - per_row)[qr]  # place in its row
+    shape = (len(d.row_map), max(int(per_row.max()), 1))
+    order, fed = (torch.zeros(shape, dtype=torch.long, device=qr.device) for _ in range(2))
+    ids, pos = torch.zeros_like(order), torch.zeros_like(order)
+    valid = torch.zeros(shape, dtype=torch.bool, device=qr.device)
+    f = d.fed[r, s][m] + i
+    order[qr, k], fed[qr, k], ids[qr, k], valid[qr, k] = s[m], f, tokens[m, i], True
+    pos[qr, k] = d.start[r, s][m] + f
+    return ids, pos, order, valid, fed
+
+
+def confirmed(tok, draft, term: int, number, gap) -> torch.Tensor:
+    """Whether a slot's next output is read: the draft fed after the token just chosen is that token,
+    the value goes on, and the token (number `number`) leaves room in the gap."""
+    return (tok == draft) & (tok != term) & (number < gap)
+
+
+def decode_step(model, d: Decoding, hook: Greedy, schema: SchemaPrompt, counters: Counters) -> None:
+    """One forward for every open slot: its last token in (and its lookahead drafts after it), its
+    next token(s) out. Output i of a slot is chosen as a one-token step would choose it, and read
+    only while every draft before it was confirmed (lookahead.py)."""
+    term = schema.terminator
+    r, s = d.open_.nonzero(as_tuple=True)  # open slots, row-major
+    b = d.row_map[r]
+    if d.lookahead is None:
+        drafts = torch.empty((len(r), 0), dtype=torch.long, device=r.device)
+    else:
+        docs = d.docs[b, d.slot_doc[b, s]]  # [M, Ld]
+        drafts = propose(d.lookahead, d.out_tok[b, s], d.fed[r, s], d.gap[r, s], docs, schema.na_ids, term)
+    none = torch.full((len(r), 1), -1, dtype=torch.long, device=r.device)  # past the drafts: no match
+    tokens = torch.cat([d.last[r, s][:, None], drafts, none], 1)
+    n = 1 + (drafts >= 0).sum(1)  # queries per open slot
+    ids, pos, order, valid, fed = step_queries(d, r, s, tokens, n)
+    hidden = d.attn.step(model, ids, pos, order, valid, fed)  # [Nq, D] the queries, row-major
     counters.forward_steps += 1
-    counters.tokens_decoded += len(slot)
+    counters.drafted += int(n.sum()) - len(n)
     d.steps += 1
-    tok, lp = hook.choose(logits(model, hidden), d.row_map[r], slot)  # [N]
-    d.out_tok[d.row_map[r], slot, d.steps] = tok
-    d.out_lp[d.row_map[r], slot, d.steps] = lp
-    d.fed[r, slot] += 1
-    d.last[r, slot] = tok
+    first = n.cumsum(0) - n  # each slot's first query in hidden
+    reading = torch.ones_like(n, dtype=torch.bool)
+    for i in range(int(n.max())):
+        m = (reading & (i < n)).nonzero().squeeze(1)
+        if len(m) == 0:
+            break
+        tok, lp = hook.choose(logits(model, hidden[first[m] + i]), b[m], s[m])  # [M']
+        j = d.fed[r[m], s[m]] + 1  # the token number chosen
+        d.out_tok[b[m], s[m], j], d.out_lp[b[m], s[m], j] = tok, lp
+        d.fed[r[m], s[m]], d.last[r[m], s[m]] = j, tok
+        counters.tokens_decoded += len(m)
+        counters.accepted += len(m) if i else 0
+        reading[m] = confirmed(tok, tokens[m, i + 1], term, j, d.gap[r[m], s[m]])
     d.open_ = d.open_ & (d.last != term) & (d.fed < d.gap)
 
 
@@ -294,21 +353,22 @@ def decode_rows(
     clock: list[float] | None = None,
     extractive: bool = False,
     attention: str = "blocks",
+    lookahead: Lookahead | None = LOOKAHEAD,
 ) -> list[list[SlotValue]]:
     """Prefill the rows after the shared prefix, then decode every slot greedily. -> [B][S] values.
     max_steps stops early and clock collects a timestamp after each forward (layout cost probes).
     extractive: decode every slot under its attribute's constraint (Constrained); attention: the
-    attention path (ATTENTION)."""
+    attention path (ATTENTION); lookahead: drafts verified per step (lookahead.py), None: off."""
     device = rows.input_ids.device
     hook = Constrained(rows, schema) if extractive else Greedy()
-    d = prefill_rows(model, schema, prefix_cache, rows, hook, counters, attention)
+    d = prefill_rows(model, schema, prefix_cache, rows, hook, counters, attention, lookahead)
     tick(clock, device)
     while max_steps is None or d.steps < max_steps:
         n_open = d.open_.sum(1)  # [B']
         if int(n_open.max()) == 0:
             break
         drop_finished(d, n_open, counters)
-        decode_step(model, d, hook, schema.terminator, counters)
+        decode_step(model, d, hook, schema, counters)
         tick(clock, device)
     counters.max_steps_per_row_batch.append(d.steps)
     return collect(d.out_tok.tolist(), d.out_lp.tolist(), rows.slot_valid.tolist(), schema.terminator)
@@ -377,6 +437,7 @@ def decode(
     counters: Counters,
     extractive: bool = False,
     attention: str = "blocks",
+    lookahead: Lookahead | None = LOOKAHEAD,
 ) -> list[dict[int, SlotValue]]:
     """Decode rows batch_rows at a time -> per document (RowDoc.index) {attribute: value}."""
     device = next(model.parameters()).device
@@ -386,7 +447,14 @@ def decode(
     for i in range(0, len(rows), batch_rows):
         chunk = build_rows(schema, rows[i : i + batch_rows], pad_id, device)
         values = decode_rows(
-            model, schema, prefix_cache, chunk, counters, extractive=extractive, attention=attention
+            model,
+            schema,
+            prefix_cache,
+            chunk,
+            counters,
+            extractive=extractive,
+            attention=attention,
+            lookahead=lookahead,
         )
         for own, docs, vals in zip(chunk.owner, chunk.document, values, strict=True):
             for (_, n), d, v in zip(own, docs, vals, strict=False):

@@ -13,15 +13,14 @@ from extraction.engine import extractive as span
 from extraction.engine.ar import scaffold
 from extraction.engine.hpd import Greedy, Rows
 from extraction.engine.layout import SchemaPrompt
-from extraction.engine.modeling import greedy
-from extraction.engine.token_masks import allowed_mask, masked_log_softmax
+from extraction.engine.token_masks import allowed_mask, allowed_pairs, masked_choice
 
 
 class ReferenceConstrained(Greedy):
     """Every slot under its attribute's constraint (constraints.slot_rules: by default a substring of
     its document, RowDoc.span, or "n/a"): disallowed tokens get -inf before the argmax, and a value's
     confidence comes from the log-softmax renormalized over the allowed tokens
-    (token_masks.masked_log_softmax, over token_masks.allowed_mask of the per-slot sets)."""
+    (token_masks.masked_choice, over the per-slot sets' pairs)."""
 
     def __init__(self, rows: Rows, schema: SchemaPrompt):
         self.term = schema.terminator
@@ -29,8 +28,8 @@ class ReferenceConstrained(Greedy):
 
     def choose(self, scores, rows, slots):
         picked = [self.states[b][s] for b, s in zip(rows.tolist(), slots.tolist(), strict=True)]
-        mask = allowed_mask([st.allowed() if st else None for st in picked], scores.shape[-1])
-        tok, tok_lp = greedy(masked_log_softmax(scores, mask))
+        allowed = [st.allowed() if st else None for st in picked]
+        tok, tok_lp = masked_choice(scores, *allowed_pairs(allowed, scores.shape[-1]))
         for st, t in zip(picked, tok.tolist(), strict=True):
             if st is not None and t != self.term:
                 st.push(t)

@@ -14,13 +14,17 @@ from .conftest import ATTRS, DEVICE, FAMILIES, TEXTS, tiny_model
 from .test_equivalence import mismatches, run_hpd, setup
 
 
-def decode_both(model, schema, docs, rows_of, batch_rows):
-    """(blocks, dense, block counters) decoding the same rows."""
+def decode_both(model, schema, docs, rows_of, batch_rows, lookahead=hpd.LOOKAHEAD):
+    """(blocks, dense, block counters) decoding the same rows (blocks with lookahead's drafts)."""
     pc = hpd.prefill_prefix(model, schema.prefix_ids, DEVICE)
     out, counters = [], None
     for attention in ("blocks", "dense"):
         c = hpd.Counters()
-        out.append(hpd.decode(model, schema, pc, rows_of(docs), batch_rows, 0, c, attention=attention))
+        out.append(
+            hpd.decode(
+                model, schema, pc, rows_of(docs), batch_rows, 0, c, attention=attention, lookahead=lookahead
+            )
+        )
         counters = counters or c
     return out[0], out[1], counters
 
@@ -48,7 +52,8 @@ def test_blocks_equal_dense_rows(family, stack, tokenizer):
 def test_the_model_sees_no_padding_under_blocks(tokenizer):
     """Rows of unequal length and slots that finish at different steps: every forward under blocks
     feeds the model exactly the real prompt tokens (prefill) or the open slots' tokens (a step),
-    packed into one sequence, and still decodes what dense rows (padded) decode."""
+    packed into one sequence, and still decodes what dense rows (padded) decode. (Without lookahead:
+    a step then feeds exactly one token per open slot.)"""
     model, schema, _ = setup("llama", "sdpa", tokenizer)
     docs = [layout.doc_ids(tokenizer, t) for t in TEXTS * 2]
     rows_of = lambda d: hpd.hpd_rows(d, len(schema.attributes), 3)  # noqa: E731
@@ -57,7 +62,7 @@ def test_the_model_sees_no_padding_under_blocks(tokenizer):
         lambda m, args, out: fed.append(tuple(args[0].shape))
     )
     try:
-        blocks, dense, counters = decode_both(model, schema, docs, rows_of, 6)
+        blocks, dense, counters = decode_both(model, schema, docs, rows_of, 6, lookahead=None)
     finally:
         hook.remove()
     assert_same(blocks, dense)

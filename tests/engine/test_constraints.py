@@ -13,7 +13,13 @@ import torch
 from extraction.engine import ar, constraints, hpd, layout
 from extraction.engine.api import AttributeSpec, Document, Extractor
 from extraction.engine.extractive import TokenTable, doc_index
-from extraction.engine.token_masks import allowed_mask, constrain
+from extraction.engine.token_masks import (
+    allowed_mask,
+    allowed_pairs,
+    constrain,
+    masked_choice,
+    masked_log_softmax,
+)
 
 from .conftest import TEXTS, reference_decode
 
@@ -86,6 +92,23 @@ def test_masks_from_tensors_equal_masks_from_lists():
     lp = torch.log_softmax(torch.randn(4, 5), -1)
     out = constrain(lp, sets)
     assert torch.equal(out[2], lp[2]) and torch.isinf(out[3, :4]).all() and float(out[3, 4]) == 0.0
+
+
+def test_the_choice_from_pairs_is_the_greedy_masked_log_softmax():
+    gen = torch.Generator().manual_seed(3)
+    V = 50
+    logits = torch.randn(40, V, generator=gen).round(decimals=1)  # rounded: ties among allowed tokens
+    sets = [None if r % 7 == 0 else torch.randperm(V, generator=gen)[: 1 + r % 9].tolist() for r in range(40)]
+    tok, lp = masked_choice(logits, *allowed_pairs(sets, V))
+    full = masked_log_softmax(logits, allowed_mask(sets, V))
+    want_lp, want_tok = full.max(-1)  # the first maximum: the lowest id on a tie
+    assert torch.equal(tok, want_tok)
+    assert torch.allclose(lp, want_lp, atol=1e-6)
+    ties = [r for r, a in enumerate(sets) if a and (logits[r, a] == logits[r, a].max()).sum() > 1]
+    assert ties  # the tie-break is exercised
+    assert all(a is None or int(t) in a for t, a in zip(tok, sets, strict=True))
+    # negative control: a choice that ignored the allowed sets would pick the row's argmax
+    assert not torch.equal(tok, logits.argmax(-1))
 
 
 def test_default_rules_are_todays_extractive_spans(tokenizer):
