@@ -1,10 +1,11 @@
-"""Hyper-parallel decoding: one prefill, then one forward step per value token for every open slot
-of every stacked document of every batch row.
+"""Hyper-parallel decoding: one prefill, then one forward step per value token (or several, with
+lookahead) for every open slot of every stacked document of every batch row.
 
     prefill_prefix   shared instruction prefix, once per schema -> cache [1, H, P, D]
     build_rows       per row: J documents (layout.build_hpd_layout: doc + keys with gaps), padded
     prefill_rows     docs of all rows in one forward; logits at each key's last token = token 1 of every value
-    decode_step      one forward for the open slots (compacted per row) -> next token; finished slots leave
+    decode_step      one forward for the open slots (compacted per row), each with its lookahead drafts
+                     (lookahead.py) -> next token(s), read while the drafts are confirmed; finished slots leave
     collect          tokens -> SlotValue (ids, logprobs, truncated)
 
 The slot constraint is a hook (Greedy, or Constrained over batched_constraints.py): it turns a step's
@@ -51,7 +52,7 @@ class DecodeSettings:
 class SlotValue:
     ids: list[int]  # value tokens, terminator excluded
     logprobs: list[float]  # one per generated token (terminator included when emitted)
-    steps: int  # forward passes that produced a token for this slot
+    steps: int  # tokens decoded for this slot, its terminator included (one step each without lookahead)
     truncated: bool  # filled its gap without a terminator
 
 
