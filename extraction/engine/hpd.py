@@ -31,11 +31,12 @@ import torch
 
 from . import constraints, masks
 from . import extractive as span
+from . import lookahead as drafting
 from .batched_constraints import BatchedConstraint
 from .block_attention import BlockRows, NotDispatched
 from .dense_attention import DenseRows
 from .layout import PAD, SchemaPrompt, build_hpd_layout
-from .lookahead import Lookahead, propose
+from .lookahead import Lookahead
 from .modeling import forward_hidden, logits, new_cache
 from .token_masks import greedy_log_softmax, masked_choice
 
@@ -284,29 +285,6 @@ def drop_finished(d: Decoding, n_open: torch.Tensor, counters: Counters) -> None
         setattr(d, name, getattr(d, name)[keep])
 
 
-def step_queries(d: Decoding, r: torch.Tensor, s: torch.Tensor, tokens: torch.Tensor, n: torch.Tensor):
-    """The step's queries, open slot (r, s) feeding tokens[m, :n[m]] at its token numbers fed, fed + 1,
-    ...: -> (ids, positions, order, valid, fed) [B', Q], each row's queries first, slot by slot."""
-    m, i = (torch.arange(tokens.shape[1], device=n.device) < n[:, None]).nonzero(as_tuple=True)
-    qr = r[m]
-    per_row = torch.bincount(qr, minlength=len(d.row_map))
-    k = torch.arange(len(qr), device=qr.device) - (per_row.cumsum(0) - per_row)[qr]  # place in its row
-    shape = (len(d.row_map), max(int(per_row.max()), 1))
-    order, fed = (torch.zeros(shape, dtype=torch.long, device=qr.device) for _ in range(2))
-    ids, pos = torch.zeros_like(order), torch.zeros_like(order)
-    valid = torch.zeros(shape, dtype=torch.bool, device=qr.device)
-    f = d.fed[r, s][m] + i
-    order[qr, k], fed[qr, k], ids[qr, k], valid[qr, k] = s[m], f, tokens[m, i], True
-    pos[qr, k] = d.start[r, s][m] + f
-    return ids, pos, order, valid, fed
-
-
-def confirmed(tok, draft, term: int, number, gap) -> torch.Tensor:
-    """Whether a slot's next output is read: the draft fed after the token just chosen is that token,
-    the value goes on, and the token (number `number`) leaves room in the gap."""
-    return (tok == draft) & (tok != term) & (number < gap)
-
-
 def decode_step(model, d: Decoding, hook: Greedy, schema: SchemaPrompt, counters: Counters) -> None:
     """One forward for every open slot: its last token in (and its lookahead drafts after it), its
     next token(s) out. Output i of a slot is chosen as a one-token step would choose it, and read
@@ -318,11 +296,13 @@ def decode_step(model, d: Decoding, hook: Greedy, schema: SchemaPrompt, counters
         drafts = torch.empty((len(r), 0), dtype=torch.long, device=r.device)
     else:
         docs = d.docs[b, d.slot_doc[b, s]]  # [M, Ld]
-        drafts = propose(d.lookahead, d.out_tok[b, s], d.fed[r, s], d.gap[r, s], docs, schema.na_ids, term)
+        drafts = drafting.propose(
+            d.lookahead, d.out_tok[b, s], d.fed[r, s], d.gap[r, s], docs, schema.na_ids, term
+        )
     none = torch.full((len(r), 1), -1, dtype=torch.long, device=r.device)  # past the drafts: no match
     tokens = torch.cat([d.last[r, s][:, None], drafts, none], 1)
     n = 1 + (drafts >= 0).sum(1)  # queries per open slot
-    ids, pos, order, valid, fed = step_queries(d, r, s, tokens, n)
+    ids, pos, order, valid, fed = drafting.queries(r, s, tokens, n, d.fed, d.start, len(d.row_map))
     hidden = d.attn.step(model, ids, pos, order, valid, fed)  # [Nq, D] the queries, row-major
     counters.forward_steps += 1
     counters.drafted += int(n.sum()) - len(n)
@@ -339,7 +319,7 @@ def decode_step(model, d: Decoding, hook: Greedy, schema: SchemaPrompt, counters
         d.fed[r[m], s[m]], d.last[r[m], s[m]] = j, tok
         counters.tokens_decoded += len(m)
         counters.accepted += len(m) if i else 0
-        reading[m] = confirmed(tok, tokens[m, i + 1], term, j, d.gap[r[m], s[m]])
+        reading[m] = drafting.confirmed(tok, tokens[m, i + 1], term, j, d.gap[r[m], s[m]])
     d.open_ = d.open_ & (d.last != term) & (d.fed < d.gap)
 
 

@@ -44,6 +44,30 @@ def copies_per_slot(settings: Lookahead, n_open: int) -> int:
     return max(0, min(settings.most, (settings.budget - n_open) // n_open))
 
 
+def queries(r, s, tokens, n, fed, start, rows: int):
+    """A step's queries: open slot (r[m], s[m]) feeds tokens[m, :n[m]] at its token numbers
+    fed[r, s], fed + 1, ... (positions from start[r, s]) -> (ids, positions, order, valid, fed)
+    [rows, Q] as the attention paths take them: each row's queries first, slot by slot."""
+    m, i = (torch.arange(tokens.shape[1], device=n.device) < n[:, None]).nonzero(as_tuple=True)
+    qr = r[m]
+    per_row = torch.bincount(qr, minlength=rows)
+    k = torch.arange(len(qr), device=qr.device) - (per_row.cumsum(0) - per_row)[qr]  # place in its row
+    shape = (rows, max(int(per_row.max()), 1))
+    order, number = (torch.zeros(shape, dtype=torch.long, device=qr.device) for _ in range(2))
+    ids, pos = torch.zeros_like(order), torch.zeros_like(order)
+    valid = torch.zeros(shape, dtype=torch.bool, device=qr.device)
+    f = fed[r, s][m] + i
+    order[qr, k], number[qr, k], ids[qr, k], valid[qr, k] = s[m], f, tokens[m, i], True
+    pos[qr, k] = start[r, s][m] + f
+    return ids, pos, order, valid, number
+
+
+def confirmed(tok, draft, term: int, number, gap) -> torch.Tensor:
+    """Whether a slot's next output is read: the draft fed after the token just chosen is that token,
+    the value goes on, and the token (number `number`) leaves room in the gap."""
+    return (tok == draft) & (tok != term) & (number < gap)
+
+
 def propose(
     settings: Lookahead,
     values: torch.Tensor,

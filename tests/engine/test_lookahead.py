@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from extraction.engine import hpd, layout
+from extraction.engine import hpd, layout, lookahead
 from extraction.engine.api import Extractor, model_settings
 from extraction.engine.extractive import doc_index
 from extraction.engine.lookahead import Lookahead, copies_per_slot, propose
@@ -62,7 +62,9 @@ def test_lookahead_decodes_the_values_of_one_token_steps_in_fewer_forwards(bundl
 def test_negative_control_trusting_the_drafts_decodes_other_values(bundled, monkeypatch):
     single, _ = decode_catalog(bundled, None)
     # read every draft's output as if it had been confirmed
-    monkeypatch.setattr(hpd, "confirmed", lambda tok, draft, term, number, gap: (draft >= 0) & (number < gap))
+    monkeypatch.setattr(
+        lookahead, "confirmed", lambda tok, draft, term, number, gap: (draft >= 0) & (number < gap)
+    )
     trusted, _ = decode_catalog(bundled, EVERY_STEP)
     values = lambda out: [[{n: v.ids for n, v in d.items()} for d in s] for s in out]  # noqa: E731
     assert values(trusted) != values(single)
