@@ -263,6 +263,21 @@ def train_rows_arguments(p: argparse.ArgumentParser) -> None:
         help="draw only this share of a data set's products per epoch (e.g. wdc-pave=0.4: long documents)",
     )
     p.add_argument(
+        "--weight",
+        nargs="*",
+        default=[],
+        metavar="NAME=W",
+        help="weigh a data set's value losses by W (e.g. amazon-distant=0.5: distant labels are noisy)",
+    )
+    p.add_argument(
+        "--absent-keys",
+        type=int,
+        default=RowConfig.absent_keys,
+        metavar="K",
+        help="compact rows: a row's keys are the attributes its products hold a value for plus 1..K of "
+        "those said to be absent, drawn per row (0 = every judged attribute)",
+    )
+    p.add_argument(
         "--focus-steps",
         type=int,
         default=0,

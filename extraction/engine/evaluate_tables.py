@@ -48,6 +48,8 @@ def summary(run: Run, n: int, stored_temperature: float | None = None) -> dict:
         "unjudged": m.unjudged,
         "unjudged_valued": m.unjudged_valued,
         "unjudged_value_share": m.unjudged_value_share,
+        "shown_precision": m.shown_precision,
+        "f1_unjudged_absent": m.f1_unjudged_absent,
         "calibration": calibration.summary(confs, correct, groups, stored_temperature),
         "products_per_second": run.products_per_second(n),
         "seconds": run.seconds,
@@ -69,6 +71,9 @@ DEFINITIONS = {
     "na_precision": "NN / (NN + VN): share of the judged n/a predictions whose gold is n/a",
     "unjudged": "schema attributes of a product's category that its record does not list (no gold)",
     "unjudged_value_share": "share of the unjudged pairs given a value (not n/a)",
+    "shown_precision": "VC / (VC + VW + NV + unjudged_valued): every value shown, unjudged ones counted "
+    "wrong (meaningful where an untagged attribute is absent: OA-Mine)",
+    "f1_unjudged_absent": "F1 with unjudged pairs counted as gold n/a (precision = shown_precision)",
     "ece": "expected calibration error, 10 equal-width bins, over the values (non-n/a predictions) "
     "on judged pairs; correct iff VC",
     "ece_cross_fitted": "ECE after sigmoid(logit(c) / T), T fitted by NLL on the other half of the "
@@ -90,7 +95,8 @@ def fmt(x: float | None, spec: str = ".3f") -> str:
 def quality_table(results: dict[str, dict], stored: dict[str, float]) -> None:
     """n/a figures and calibration per decoder (definitions: DEFINITIONS, metric.py, calibration.py)."""
     write("n/a and confidence calibration per decoder (values = non-n/a predictions on judged pairs):")
-    head = ["decoder", "F1", "NV", "gold n/a", "n/a acc", "n/a P", "unjudged", "unj valued"]
+    head = ["decoder", "F1", "NV", "gold n/a", "n/a acc", "n/a P", "unjudged", "unj valued", "shown P"]
+    head += ["F1 unj n/a"]
     head += ["values", "value acc", "ECE raw", "ECE cal 2-fold", "T fit"]
     has_stored = any(d in stored for d in results)
     if has_stored:
@@ -107,6 +113,8 @@ def quality_table(results: dict[str, dict], stored: dict[str, float]) -> None:
             fmt(sm["na_precision"]),
             str(sm["unjudged"]),
             fmt(sm["unjudged_value_share"]),
+            fmt(sm["shown_precision"]),
+            fmt(sm["f1_unjudged_absent"]),
             str(cal["points"]),
             fmt(cal["accuracy"]),
             fmt(cal["ece_raw"]),
@@ -119,7 +127,8 @@ def quality_table(results: dict[str, dict], stored: dict[str, float]) -> None:
     table(rows)
     write(
         "n/a acc = NN/(NN+NV) of gold n/a; n/a P = NN/(NN+VN); unj valued = share of unjudged schema "
-        "attributes given a value; ECE: 10 bins, correct iff VC; cal: sigmoid(logit(c)/T), T by NLL on "
+        "attributes given a value; shown P = VC/(VC+VW+NV+unjudged valued) and F1 unj n/a = F1 with "
+        "unjudged as n/a (meaningful where untagged means absent: OA-Mine); ECE: 10 bins, correct iff VC; cal: sigmoid(logit(c)/T), T by NLL on "
         "the other half of the products"
     )
 

@@ -15,7 +15,11 @@ Absent attributes (gold "n/a", as AE-110k and WDC-PAVE say it):
     n/a P   = NN / (NN + VN): of the judged pairs predicted n/a, the share whose gold is n/a
 Unjudged pairs: an attribute of the category schema that a record does not list (OA-Mine, AE-110k)
 has no gold and is in none of the counts above; `unjudged` counts them and `unjudged_valued` those
-given a value (not n/a), reported as the share unjudged_valued / unjudged.
+given a value (not n/a), reported as the share unjudged_valued / unjudged. Where an untagged
+attribute means absent (OA-Mine, shared/data/ave/README.md), two more figures say what a catalog
+team sees in every slot:
+    shown P          = VC / (VC + VW + NV + unjudged_valued): every value shown, unjudged ones wrong
+    F1 unjudged n/a  = F1 with that precision (unjudged pairs as gold n/a; recall unchanged)
 """
 
 from __future__ import annotations
@@ -103,6 +107,20 @@ class Counts:
         return self.NN / d if d else None
 
     @property
+    def shown_precision(self) -> float:
+        """Of every value shown (non-n/a predictions, judged or not), the share right, unjudged ones
+        counted wrong: what a catalog team sees where an untagged attribute means absent (OA-Mine)."""
+        d = self.NV + self.VC + self.VW + self.unjudged_valued
+        return self.VC / d if d else 0.0
+
+    @property
+    def f1_unjudged_absent(self) -> float:
+        """F1 with unjudged pairs counted as gold "n/a" (a value there is NV, n/a there is NN):
+        recall is unchanged, precision is shown_precision."""
+        p, r = self.shown_precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    @property
     def unjudged_value_share(self) -> float | None:
         """unjudged_valued / unjudged; None without unjudged pairs."""
         return self.unjudged_valued / self.unjudged if self.unjudged else None
@@ -119,6 +137,8 @@ class Counts:
             "unjudged": self.unjudged,
             "unjudged_valued": self.unjudged_valued,
             "unjudged_value_share": self.unjudged_value_share,
+            "shown_precision": self.shown_precision,
+            "f1_unjudged_absent": self.f1_unjudged_absent,
         }
 
 

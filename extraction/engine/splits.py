@@ -27,6 +27,13 @@ from .data import load_tsv
 from .normalized_gold import SUFFIX
 
 DATASETS = ("oa-mine", "ae-110k", "wdc-pave")
+# ../shared/data/ave-extra: distant-supervision labels, train only (no dev split is drawn from them:
+# their labels are not checked by people, so they never score the model)
+DISTANT = ("ae-110k-distant", "amazon-distant")
+# Data sets whose annotators tagged every value the text holds: a schema attribute missing from a
+# record is absent from its text, so it trains as "n/a" (shared/data/ave/README.md). AE-110k and the
+# distant sets matched only some attributes (missing = unknown); WDC-PAVE lists every attribute.
+ABSENT_WHEN_UNTAGGED = frozenset({"oa-mine"})
 IMPLICIT = "implicitave"  # values mostly implied, not written: enumerations, never extractive spans
 WDC_DEV_FRACTION = 0.2
 WDC_DEV_SEED = 20260
@@ -104,6 +111,8 @@ def load_split(data_dir: Path, splits_dir: Path = SPLITS_DIR, write: bool = True
         dev_docs = {document_key(r) for r in dev}  # 646 val titles recur in train under other ids
         return Split(IMPLICIT, [r for r in train if document_key(r) not in dev_docs], dev, None)
     records = read_jsonl(data_dir / "train.jsonl")
+    if data_dir.name in DISTANT:
+        return Split(data_dir.name, records, [], None)
     shipped_dev = data_dir / "dev.jsonl"
     if shipped_dev.exists():
         dev = read_jsonl(shipped_dev)
@@ -124,15 +133,17 @@ def load_split(data_dir: Path, splits_dir: Path = SPLITS_DIR, write: bool = True
 
 
 def resolve_data_dirs(paths: list[str]) -> list[Path]:
-    """``--data`` accepts the AVE root (its three JSON-lines sets), individual data set folders and
-    the ImplicitAVE folder (named on its own: the AVE root alone trains as before)."""
+    """``--data`` accepts the AVE root (its three JSON-lines sets), the ave-extra root (its distant
+    sets), individual data set folders and the ImplicitAVE folder (named on its own: the AVE root
+    alone trains as before)."""
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if (path / "train.jsonl").exists() or is_implicit_root(path):
             out.append(path)
         else:
-            out.extend(path / name for name in DATASETS if (path / name / "train.jsonl").exists())
+            names = DATASETS + DISTANT
+            out.extend(path / name for name in names if (path / name / "train.jsonl").exists())
     if not out:
         raise FileNotFoundError(f"no train.jsonl under {paths}")
     return out

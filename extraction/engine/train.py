@@ -165,16 +165,21 @@ def phase_config(args, lr: float, steps: int, minutes: float, warmup: int) -> Tr
     )
 
 
+def named_numbers(items: list[str], flag: str = "--keep", example: str = "wdc-pave=0.4") -> dict[str, float]:
+    """--keep NAME=SHARE ... (or --weight NAME=W ...) -> data set -> its number."""
+    out = {}
+    for item in items:
+        name, _, number = item.partition("=")
+        try:
+            out[name] = float(number)
+        except ValueError:
+            raise SystemExit(f"{flag} {item!r}: expected NAME=NUMBER, e.g. {example}") from None
+    return out
+
+
 def keep_shares(items: list[str]) -> dict[str, float]:
     """--keep NAME=SHARE ... -> data set -> share of its products drawn per epoch."""
-    keep = {}
-    for item in items:
-        name, _, share = item.partition("=")
-        try:
-            keep[name] = float(share)
-        except ValueError:
-            raise SystemExit(f"--keep {item!r}: expected NAME=SHARE, e.g. wdc-pave=0.4") from None
-    return keep
+    return named_numbers(items)
 
 
 def augment_config(args) -> aug.AugmentConfig | None:
@@ -264,7 +269,12 @@ def run_train(args) -> int:
     n_params, n_trainable = log_model(model)
     formats, p_hpd = formats_of(args)
     row_cfg = RowConfig(
-        row_tokens=args.row_tokens, p_hpd=p_hpd, keep=keep_shares(args.keep), choices=args.extractive_loss > 0
+        row_tokens=args.row_tokens,
+        p_hpd=p_hpd,
+        keep=keep_shares(args.keep),
+        weights=named_numbers(args.weight, "--weight", "amazon-distant=0.5"),
+        absent_keys=args.absent_keys,
+        choices=args.extractive_loss > 0,
     )
     aug_cfg = augment_config(args)
     sampler = RowSampler(corpus, tokenizer, row_cfg, aug_cfg, args.seed)

@@ -12,7 +12,7 @@ from . import augment as aug
 from . import extractive as span
 from .data import product_text
 from .layout import NA, AttributeSpec, doc_text, key_text, prefix_text, value_ids
-from .splits import IMPLICIT, SPLITS_DIR, load_split, resolve_data_dirs
+from .splits import ABSENT_WHEN_UNTAGGED, IMPLICIT, SPLITS_DIR, document_key, load_split, resolve_data_dirs
 
 EXTRACTIVE_SHARE = 0.95  # values verbatim in their document from which a model decodes extractively
 # an attribute gets a boundary rule (word / compound ends, compound starts) only when nearly all its
@@ -71,19 +71,34 @@ class Corpus:
 
 def load_corpus(data: list[str], splits_dir: Path = SPLITS_DIR, write_splits: bool = True) -> Corpus:
     corpus = Corpus()
-    for data_dir in resolve_data_dirs(data):
-        split = load_split(data_dir, splits_dir=splits_dir, write=write_splits)
+    splits = [load_split(d, splits_dir=splits_dir, write=write_splits) for d in resolve_data_dirs(data)]
+    # no dev document enters training through another data set (the distant sets were built
+    # disjoint from every dev title; this keeps that true whatever is named together)
+    dev_docs = {document_key(r) for split in splits for r in split.dev}
+    for split in splits:
         corpus.dev[split.name] = split.dev
-        corpus.pools[split.name] = aug.value_pools(split.train)
-        corpus.phrases[split.name] = aug.phrase_pool(split.train)
-        for record in split.train:
+        train = [r for r in split.train if document_key(r) not in dev_docs]
+        corpus.pools[split.name] = aug.value_pools(train)
+        corpus.phrases[split.name] = aug.phrase_pool(train)
+        for record in train:
             key = (split.name, str(record.get("category", "")))
             corpus.groups.setdefault(key, []).append(record)
             names = corpus.schemas.setdefault(key, [])
             for attr in record.get("target_scores", {}):
                 if attr not in names:
                     names.append(attr)
+    for key, records in corpus.groups.items():
+        if key[0] in ABSENT_WHEN_UNTAGGED:
+            corpus.groups[key] = [with_absent(r, corpus.schemas[key]) for r in records]
     return corpus
+
+
+def with_absent(record: dict, names: list[str]) -> dict:
+    """record with every schema attribute it does not tag as "n/a" (ABSENT_WHEN_UNTAGGED)."""
+    scores = dict(record.get("target_scores", {}))
+    for name in names:
+        scores.setdefault(name, {NA: 1})
+    return {**record, "target_scores": scores}
 
 
 def focus_subset(corpus: Corpus, per_group: int, seed: int) -> Corpus:

@@ -56,7 +56,16 @@ def causal_lm(model):
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 
-def extractive_loss(logits: torch.Tensor, labels: torch.Tensor, choices: torch.Tensor) -> torch.Tensor:
+def weighted_mean(losses: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+    """The mean of per-token losses, each at its row's data-set weight (plain mean without)."""
+    if weights is None:
+        return losses.mean()
+    return (losses * weights).sum() / weights.sum().clamp_min(1e-9)
+
+
+def extractive_loss(
+    logits: torch.Tensor, labels: torch.Tensor, choices: torch.Tensor, weights: torch.Tensor | None = None
+) -> torch.Tensor:
     """Cross-entropy over only the tokens extractive decoding allows at each value token: the
     choice the decoder really makes (which word of the document starts the value, where it ends,
     or n/a), so the model learns to rank the document's words rather than the whole vocabulary.
@@ -65,7 +74,8 @@ def extractive_loss(logits: torch.Tensor, labels: torch.Tensor, choices: torch.T
     if not bool(constrained.any()):
         return logits.new_zeros(())
     masked = logits[constrained].masked_fill(~choices[constrained], float("-inf"))
-    return torch.nn.functional.cross_entropy(masked, labels[constrained])
+    losses = torch.nn.functional.cross_entropy(masked, labels[constrained], reduction="none")
+    return weighted_mean(losses, None if weights is None else weights[constrained])
 
 
 def step_losses(model, batch: dict[str, torch.Tensor], cfg, device: str) -> dict:
@@ -78,9 +88,12 @@ def step_losses(model, batch: dict[str, torch.Tensor], cfg, device: str) -> dict
         if cfg.lm_weight > 0:
             lm_logits, lm_labels = training_logits(model, batch, hidden=hidden, key="lm_labels")
     logits = logits.float()
-    terms = {"value": torch.nn.functional.cross_entropy(logits, labels)}
+    weights = batch["weights"].to(logits.device) if "weights" in batch else None
+    terms = {
+        "value": weighted_mean(torch.nn.functional.cross_entropy(logits, labels, reduction="none"), weights)
+    }
     if cfg.extractive_weight > 0:
-        terms["extractive"] = extractive_loss(logits, labels, batch["choices"].to(logits.device))
+        terms["extractive"] = extractive_loss(logits, labels, batch["choices"].to(logits.device), weights)
     if cfg.lm_weight > 0 and len(lm_labels):
         terms["lm"] = torch.nn.functional.cross_entropy(lm_logits.float(), lm_labels)
     return terms

@@ -62,6 +62,7 @@ class Row:
     choices: dict[int, list[int]] = field(default_factory=dict)
     # next-token targets inside each document's text (the auxiliary language-model loss)
     lm_labels: list[int] = field(default_factory=list)
+    weight: float = 1.0  # the weight of this row's value losses (its data set's, RowConfig.weights)
 
 
 def value_terminator(tokenizer) -> int:
@@ -216,6 +217,10 @@ def collate(rows: list[Row], pad_id: int, vocab_size: int | None = None) -> dict
         "labels": torch.tensor([pad(r.labels, IGNORE) for r in rows]),
         "lm_labels": torch.tensor([pad(r.lm_labels or [IGNORE] * len(r.labels), IGNORE) for r in rows]),
     }
+    # one weight per labeled token (row-major, as training_logits selects them)
+    batch["weights"] = torch.tensor(
+        [r.weight for r in rows for lab in r.labels if lab != IGNORE], dtype=torch.float32
+    )
     if vocab_size is not None:
         allowed: list[list[int] | None] = []
         for r in rows:
@@ -236,7 +241,22 @@ class RowConfig:
     min_gap: int = 4
     max_doc_tokens: int = 640  # longer documents are cut (word boundary) to fit a row
     keep: dict[str, float] = field(default_factory=dict)  # data set -> share of its products per epoch
+    # data set -> weight of its value losses (distant labels are noisy: weighed below people's)
+    weights: dict[str, float] = field(default_factory=dict)
+    # compact rows: a row's keys are the attributes its products hold a value for, plus at most
+    # this many of those they say are absent ("n/a"), drawn per row (0: every judged attribute)
+    absent_keys: int = 0
     choices: bool = False  # record what extractive decoding allows at each value token (Row.choices)
+
+
+def present(ex: Example) -> list[str]:
+    """The attributes ex holds a value for (neither absent nor unjudged)."""
+    return [a for a, v in ex.gold.items() if v not in (None, NA)]
+
+
+def restricted(ex: Example, keys: list[str]) -> Example:
+    """ex judged on keys only."""
+    return Example(ex.text, ex.category, {a: v for a, v in ex.gold.items() if a in keys}, ex.source)
 
 
 def _fit_text(tokenizer, text: str, max_tokens: int) -> str:
@@ -266,7 +286,7 @@ class RowSampler:
         """Tokens ex adds to a row (estimate: keys and values as if alone)."""
         doc = len(doc_ids(self.tok, ex.text))
         keys = sum(self._ntok(f'", "{s.name}": "') for s in specs)
-        vals = sum(self._ntok(v or NA) for v in ex.gold.values())
+        vals = sum(self._ntok(ex.gold.get(s.name) or NA) for s in specs)
         return doc + keys + vals + (0 if hpd else 2)
 
     def epoch_rows(self) -> list[Row]:
@@ -296,8 +316,11 @@ class RowSampler:
             # products that judge the same attributes share rows, whose keys are then only the
             # attributes their products judge (OA-Mine and AE-110k records judge ~5 of a category's
             # ~12): no tokens spent on keys that carry no loss
-            exs.sort(key=lambda ex: tuple(sorted(ex.gold)))
-            rows += self._pack(names, exs)
+            exs.sort(key=lambda ex: tuple(sorted(present(ex))))
+            packed = self._pack(names, exs)
+            for row in packed:
+                row.weight = self.cfg.weights.get(key[0], 1.0)
+            rows += packed
         self.rng.shuffle(rows)
         self.epoch += 1
         return rows
@@ -316,21 +339,48 @@ class RowSampler:
     def _pack(self, names: list[str], exs: list[Example]) -> list[Row]:
         rows, i = [], 0
         base_specs = [AttributeSpec(n) for n in names]
-        prefix = len(schema_prompt(self.tok, base_specs).prefix_ids)
+        # the prefix lists the row's attributes: its instruction, then a line per name as it joins
+        # (a schema of 1,007 names, ae-110k-distant's, must not count as every row's prefix)
+        instruction = len(schema_prompt(self.tok, []).prefix_ids)
         while i < len(exs):
-            hpd, ar, used = [], [], prefix
+            hpd, ar, used, listed = [], [], instruction, set()
             while i < len(exs):
                 is_hpd = self.rng.random() < self.cfg.p_hpd
-                own = [s for s in base_specs if s.name in exs[i].gold]
-                need = self._length(exs[i], own, is_hpd)
+                own = self._own_specs(base_specs, exs[i])
+                lines = sum(self._ntok(f"- {s.name}") for s in own if s.name not in listed)
+                need = self._length(exs[i], own, is_hpd) + lines
                 if (hpd or ar) and used + need > self.cfg.row_tokens:
                     break
                 (hpd if is_hpd else ar).append(exs[i])
+                listed.update(s.name for s in own)
                 used += need
                 i += 1
-            judged = [n for n in names if any(n in ex.gold for ex in hpd + ar)] or names
-            rows.append(build_row(self.tok, self._specs(judged, hpd + ar), hpd, ar, self.cfg.choices))
+            keys = self._row_keys(names, hpd + ar)
+            gold_of = [ex if not self.cfg.absent_keys else restricted(ex, keys) for ex in hpd + ar]
+            specs = self._specs(keys, gold_of)
+            rows.append(
+                build_row(self.tok, specs, gold_of[: len(hpd)], gold_of[len(hpd) :], self.cfg.choices)
+            )
         return rows
+
+    def _own_specs(self, base_specs: list[AttributeSpec], ex: Example) -> list[AttributeSpec]:
+        """The keys ex brings to a row (for its length estimate)."""
+        if not self.cfg.absent_keys:
+            return [s for s in base_specs if s.name in ex.gold]
+        have = present(ex)
+        absent = [s for s in base_specs if ex.gold.get(s.name) == NA]
+        return [s for s in base_specs if s.name in have] + absent[: self.cfg.absent_keys]
+
+    def _row_keys(self, names: list[str], exs: list[Example]) -> list[str]:
+        """The row's attributes: every judged one, or (compact rows) those with a value in some
+        product plus up to absent_keys drawn from those only said to be absent."""
+        judged = [n for n in names if any(n in ex.gold for ex in exs)] or names
+        if not self.cfg.absent_keys:
+            return judged
+        valued = {n for ex in exs for n in present(ex)}
+        absent = [n for n in judged if n not in valued]
+        drawn = set(self.rng.sample(absent, min(len(absent), self.rng.randint(1, self.cfg.absent_keys))))
+        return [n for n in judged if n in valued or n in drawn] or judged
 
     def batches(self, batch_tokens: int):
         """Endless stream of lists of rows with at most batch_tokens tokens in all, padding included

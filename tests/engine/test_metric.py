@@ -82,6 +82,24 @@ def test_it_counts_absent_and_unjudged_attributes_by_hand():
     assert d["NV"] == 1 and d["gold_na"] == 3 and d["unjudged_valued"] == 1
 
 
+def test_shown_precision_counts_every_value_shown_and_unjudged_ones_as_wrong():
+    pairs = [
+        ("Shoes", "Brand", "Diesel", ["Diesel"]),  # VC
+        ("Shoes", "Color", "Exposure", ["Black"]),  # VW
+        ("Shoes", "Size", "n/a", ["10"]),  # VN
+        ("Shoes", "Sport", "Sneaker", None),  # unjudged, valued: shown and (OA-Mine) wrong
+        ("Shoes", "Gender", "n/a", None),  # unjudged, n/a: not shown
+    ]
+    m = evaluate(pairs).micro
+    assert m.precision == pytest.approx(1 / 2)  # the standard metric does not see the Sport value
+    assert m.shown_precision == pytest.approx(1 / 3)
+    recall = 1 / 3
+    assert m.f1_unjudged_absent == pytest.approx(2 * (1 / 3) * recall / (1 / 3 + recall))
+    same = evaluate([*pairs[:3], ("Shoes", "Sport", "Sneaker", ["n/a"]), ("Shoes", "Gender", "n/a", ["n/a"])])
+    assert m.f1_unjudged_absent == pytest.approx(same.micro.f1)  # unjudged counted as gold n/a
+    assert evaluate(pairs).to_dict()["micro"]["shown_precision"] == pytest.approx(1 / 3)
+
+
 def test_na_figures_are_none_without_their_pairs():
     m = evaluate([("Shoes", "Brand", "Diesel", ["Diesel"])]).micro
     assert m.gold_na == 0 and m.na_accuracy is None and m.na_precision is None
