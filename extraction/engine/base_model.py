@@ -34,6 +34,8 @@ MODEL_DIR = REPO_ROOT / ".data" / "models" / "slotwise-smollm2"
 WEIGHT_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # hashed by revision_of
 STAMP = "slotwise-source.json"  # what a made directory was made from; a match means "reuse it"
 ADAPTER_CONFIG = "adapter_config.json"
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+SUMS = "SHA256SUMS"  # the artifact's files as committed (publish writes it, prepare checks it)
 # copied as they are from the artifact into the assembled model (the weights are merged instead)
 ARTIFACT_FILES = ("slotwise.json", "README.md", "training.json", "tokenizer.json", "tokenizer_config.json")
 INSTALL_HINT = (
@@ -221,14 +223,58 @@ def assemble(artifact: pathlib.Path, base: pathlib.Path, out: pathlib.Path) -> p
     return out
 
 
+def check_artifact(artifact: pathlib.Path) -> None:
+    """The artifact's files against its SHA256SUMS (written by publish): a truncated file or a
+    Git LFS pointer stops assembly with the file's name instead of a model that decodes nonsense."""
+    sums = artifact / SUMS
+    if not sums.is_file():
+        return
+    for line in sums.read_text().splitlines():
+        digest, _, name = line.partition("  ")
+        path = artifact / name
+        if not path.is_file() or sha256_of(path) != digest:
+            raise BaseModelError(f"{path}: missing or not the committed file (sha256 {digest} expected)")
+
+
 def prepare(
     artifact: pathlib.Path = ARTIFACT_DIR, base: pathlib.Path = BASE_DIR, out: pathlib.Path = MODEL_DIR
 ):
     gguf, digest = checked_gguf()
     convert_gguf(gguf, base, digest)
     if is_adapter(artifact):
+        check_artifact(artifact)
         assemble(artifact, base, out)
     return out
+
+
+def publish(stage: pathlib.Path, artifact: pathlib.Path = ARTIFACT_DIR, name: str | None = None) -> None:
+    """A training stage's output (`train --out`, an adapter) -> the committed artifact: the adapter
+    in bfloat16 (half the bytes; a later stage trains on from it), its tokenizer and slotwise.json,
+    the stage's record appended to training.json, and SHA256SUMS over the files `prepare` reads."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    if not is_adapter(stage):
+        raise BaseModelError(f"{stage}: not an adapter directory (no {ADAPTER_CONFIG})")
+    artifact.mkdir(parents=True, exist_ok=True)
+    tensors = load_file(str(stage / ADAPTER_WEIGHTS))
+    save_file(
+        {k: v.to(torch.bfloat16).contiguous() for k, v in tensors.items()}, str(artifact / ADAPTER_WEIGHTS)
+    )
+    for file in (ADAPTER_CONFIG, "slotwise.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy2(stage / file, artifact / file)
+    history = artifact / "training.json"
+    record = json.loads((stage / "training.json").read_text())
+    past = json.loads(history.read_text()) if history.is_file() else {"stages": []}
+    past["stages"].append({"name": name or stage.name, **record})
+    past["training_minutes_total"] = round(
+        sum(s.get("seconds") or 60 * s.get("minutes", 0) for s in past["stages"]) / 60, 1
+    )
+    history.write_text(json.dumps(past, indent=1) + "\n")
+    files = sorted(
+        [ADAPTER_WEIGHTS, ADAPTER_CONFIG, "slotwise.json", "tokenizer.json", "tokenizer_config.json"]
+    )
+    (artifact / SUMS).write_text("".join(f"{sha256_of(artifact / f)}  {f}\n" for f in files))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -238,13 +284,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--artifact", type=pathlib.Path, default=ARTIFACT_DIR)
     p.add_argument("--base", type=pathlib.Path, default=BASE_DIR)
     p.add_argument("--out", type=pathlib.Path, default=MODEL_DIR)
+    p = sub.add_parser("publish", help="a training stage's adapter -> the committed artifact (bfloat16)")
+    p.add_argument("stage", type=pathlib.Path, help="the stage's `train --out` directory")
+    p.add_argument("--artifact", type=pathlib.Path, default=ARTIFACT_DIR)
+    p.add_argument("--name", default=None, help="the stage's name in training.json")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # one line per step in make's output, not a bar per tensor
     try:
-        prepare(args.artifact, args.base, args.out)
+        if args.cmd == "publish":
+            publish(args.stage, args.artifact, args.name)
+        else:
+            prepare(args.artifact, args.base, args.out)
     except BaseModelError as exc:
         log.error("%s", exc)
         return 1

@@ -282,3 +282,31 @@ def test_a_later_stage_trains_the_same_adapter_further(tmp_path, base_dir):
     assert base_model.adapter_base(second) == base_model.adapter_base(first)  # still over the base
     merged, tok = base_model.merged_model(second)
     assert merged.get_input_embeddings().weight.shape[0] == len(tok)
+
+
+def test_a_published_stage_is_a_bfloat16_adapter_with_checked_files_that_trains_on(tmp_path, base_dir):
+    from safetensors.torch import load_file
+
+    stage = lora_train(tmp_path, base_dir)
+    artifact = tmp_path / "artifact"
+    base_model.publish(stage, artifact, name="stage 1")
+    base_model.publish(stage, artifact, name="stage 1 again")
+    stored = load_file(artifact / "adapter_model.safetensors")
+    trained = load_file(stage / "adapter_model.safetensors")
+    assert all(t.dtype == torch.bfloat16 for t in stored.values())
+    assert all(torch.equal(stored[k], trained[k].to(torch.bfloat16)) for k in trained)
+    history = json.loads((artifact / "training.json").read_text())
+    assert [s["name"] for s in history["stages"]] == ["stage 1", "stage 1 again"]
+    assert history["training_minutes_total"] == pytest.approx(
+        2 * history["stages"][0]["seconds"] / 60, abs=0.1
+    )
+    base_model.check_artifact(artifact)  # as committed
+    merged, tok = base_model.merged_model(artifact)  # the bfloat16 adapter serves ...
+    assert merged.get_input_embeddings().weight.shape[0] == len(tok)
+    later = train(
+        tmp_path, artifact, tmp_path / "stage2", "--lr", "1e-2", "--steps", "1"
+    )  # ... and trains on
+    assert base_model.is_adapter(later)
+    (artifact / "slotwise.json").write_text("{}")  # a file that is not the committed one
+    with pytest.raises(base_model.BaseModelError, match="slotwise.json"):
+        base_model.check_artifact(artifact)
