@@ -23,7 +23,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .data import load_tsv
+from .data import load_options, load_tsv, options_for
 from .normalized_gold import SUFFIX
 
 DATASETS = ("oa-mine", "ae-110k", "wdc-pave")
@@ -89,15 +89,23 @@ def is_implicit_root(path: Path) -> bool:
     return any(Path(path).glob("*/train.tsv"))
 
 
+OPTIONS = "options"  # a record's closed value lists (attribute -> values): decoded as enumerations
+
+
 def implicit_records(path: Path) -> list[dict]:
-    """An ImplicitAVE .tsv as JSON-lines records: {input, category, target_scores {attr: {value: 1}}}."""
+    """An ImplicitAVE .tsv as JSON-lines records: {input, category, target_scores {attr: {value: 1}},
+    options}, options being its domain's closed lists (the file evaluate decodes the domain with)."""
+    products = load_tsv(path)
+    chosen = options_for(path, products)
+    options = load_options(chosen) if chosen is not None else {}
     return [
         {
             "input": p.text,
             "category": p.category,
             "target_scores": {a: dict.fromkeys(f, 1) for a, f in p.gold.items()},
+            OPTIONS: options,
         }
-        for p in load_tsv(path)
+        for p in products
     ]
 
 

@@ -12,7 +12,15 @@ from . import augment as aug
 from . import extractive as span
 from .data import product_text
 from .layout import NA, AttributeSpec, doc_text, key_text, prefix_text, value_ids
-from .splits import ABSENT_WHEN_UNTAGGED, IMPLICIT, SPLITS_DIR, document_key, load_split, resolve_data_dirs
+from .splits import (
+    ABSENT_WHEN_UNTAGGED,
+    IMPLICIT,
+    OPTIONS,
+    SPLITS_DIR,
+    document_key,
+    load_split,
+    resolve_data_dirs,
+)
 
 EXTRACTIVE_SHARE = 0.95  # values verbatim in their document from which a model decodes extractively
 # an attribute gets a boundary rule (word / compound ends, compound starts) only when nearly all its
@@ -35,6 +43,7 @@ class Example:
     category: str
     gold: dict[str, str | None]
     source: str = ""
+    options: dict[str, list[str]] | None = None  # closed value lists: these attributes are enumerations
 
 
 def record_text(record: dict) -> str:
@@ -51,7 +60,8 @@ def record_gold(record: dict) -> dict[str, str | None]:
 
 
 def to_example(record: dict, source: str) -> Example:
-    return Example(record_text(record), str(record.get("category", "")), record_gold(record), source)
+    category = str(record.get("category", ""))
+    return Example(record_text(record), category, record_gold(record), source, record.get(OPTIONS))
 
 
 @dataclass

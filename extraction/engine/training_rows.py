@@ -31,6 +31,7 @@ import torch
 
 from . import augment as aug
 from . import extractive as span
+from .constraints import choice_rule
 from .layout import (
     NA,
     AttributeSpec,
@@ -93,6 +94,36 @@ def value_choices(index, target: list[int], na: list[int], end: int) -> list[lis
         if i < len(target) - 1:
             state.push(tok)
     return out
+
+
+_RULES: dict[tuple[int, tuple[str, ...]], object] = {}  # (tokenizer, values) -> its choice trie
+
+
+def enum_choices(tokenizer, values: list[str], target: list[int], end: int) -> list[list[int]] | None:
+    """For each token of an enumeration value (value ids + end token): the tokens its choice trie
+    allows there, as the decoders constrain the slot (constraints.choice_rule; no "n/a", as
+    evaluate decodes ImplicitAVE). None when the value is not one of them."""
+    key = (id(tokenizer), tuple(values))
+    if key not in _RULES:
+        _RULES[key] = choice_rule(tokenizer, values, None)
+    state = _RULES[key].start(None, end)
+    out = []
+    for i, tok in enumerate(target):
+        allowed = state.allowed().tolist()
+        if tok not in allowed:
+            return None
+        out.append(allowed)
+        if i < len(target) - 1:
+            state.push(tok)
+    return out
+
+
+def choices_of(index, tokenizer, schema, ex: Example, name: str, target: list[int]) -> list[list[int]] | None:
+    """What the decoder allows at each token of ex's value of name: its enumeration's trie where ex
+    lists one (ImplicitAVE), else the extractive span rule (index: the document's)."""
+    if ex.options and name in ex.options:
+        return enum_choices(tokenizer, ex.options[name], target, schema.terminator)
+    return value_choices(index, target, schema.na_ids, schema.terminator)
 
 
 @dataclass
@@ -165,7 +196,7 @@ def hpd_values_of(
             raise ValueError(f"value of {specs[n].name!r} longer than its gap")
         row.labels[lay.key_end[j][n]] = target[0]
         allowed = (
-            value_choices(index, target, schema.na_ids, schema.terminator) if index is not None else None
+            choices_of(index, tokenizer, schema, ex, specs[n].name, target) if index is not None else None
         )
         if allowed:
             row.choices[lay.key_end[j][n]] = allowed[0]
@@ -183,8 +214,11 @@ def append_ar_document(tokenizer, schema, prefix_len: int, row: Row, j: int, ex:
     if with_choices and schema.value_end_in_ar:
         index = span.doc_index(tokenizer, ex.text)
         first = len(row.input_ids) + len(prompt) - 1  # index whose label is target.ids[0]
-        for at, vids in target.values:
-            allowed = value_choices(index, vids, schema.na_ids, schema.terminator)
+        judged = [
+            a.name for a in schema.attributes if ex.gold.get(a.name) is not None
+        ]  # target.values' order
+        for name, (at, vids) in zip(judged, target.values, strict=True):
+            allowed = choices_of(index, tokenizer, schema, ex, name, vids)
             for i, a in enumerate(allowed or []):
                 row.choices[first + at + i] = a
     seq = prompt + target.ids

@@ -79,7 +79,8 @@ def test_distant_sets_are_training_data_only_and_never_carry_a_dev_title(data):
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    texts = TITLES + SCHEMA + ["Crocs Women's Nautical Navy Extract the value n/a JSON Product"]
+    texts = TITLES + SCHEMA + ["Short Sleeve Long Sleeve Sleeveless Cap Sleeve Puff Sleeve Style"]
+    texts += ["Crocs Women's Nautical Navy Extract the value n/a JSON Product"]
     return build_tokenizer(texts, vocab_size=400)
 
 
@@ -142,3 +143,37 @@ def test_data_set_weights_reach_every_labeled_token_and_weigh_the_losses(tokeniz
     weights = torch.tensor([0.0, 0.0, 1.0])
     only_last = extractive_loss(logits[2:], labels[2:], choices[2:])
     assert float(extractive_loss(logits, labels, choices, weights)) == pytest.approx(float(only_last))
+
+
+SLEEVES = ["Short Sleeve", "Long Sleeve", "Sleeveless", "Cap Sleeve"]
+
+
+def test_enumeration_values_train_under_the_trie_they_decode_under(tokenizer):
+    from extraction.engine.constraints import choice_rule
+    from extraction.engine.layout import AttributeSpec, schema_prompt
+    from extraction.engine.training_rows import build_row
+
+    options = {"Sleeve Style": SLEEVES}
+    implied = Example(
+        "Jessica Howard Women's V Neck Beaded dress", "Dresses", {"Sleeve Style": "Long Sleeve"}
+    )
+    implied.options = options
+    specs = [AttributeSpec("Sleeve Style", max_tokens=30)]
+    schema = schema_prompt(tokenizer, specs)
+    rule = choice_rule(tokenizer, SLEEVES, None)
+    for hpd, ar in (([implied], []), ([], [implied])):
+        row = build_row(tokenizer, specs, hpd, ar, with_choices=True)
+        target = value_ids(tokenizer, "Long Sleeve", schema.terminator)
+        state = rule.start(None, schema.terminator)
+        expected = []
+        for tok in target:
+            expected.append(sorted(state.allowed().tolist()))
+            state.push(tok)
+        labeled = [t for t, label in enumerate(row.labels) if label != IGNORE and t in row.choices]
+        got = [sorted(row.choices[t]) for t in labeled]
+        assert got[-len(expected) :] == expected  # every value token: what the trie allows there
+        assert len(expected[0]) >= 2  # a real choice among the options' first tokens
+    # a value off the list gets no constrained loss (nothing the decoder could write)
+    off = Example(implied.text, "Dresses", {"Sleeve Style": "Puff Sleeve"}, options=options)
+    row = build_row(tokenizer, specs, [off], [], with_choices=True)
+    assert not row.choices
