@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from .base_model import MODEL_DIR, is_adapter
 from .calibration import apply_temperature
 from .layout import COMPOUND, FREE, NA, WORD, AttributeSpec, SchemaPrompt, doc_ids, schema_prompt
+from .metric import is_na
 
 __all__ = ["AttributeSpec", "BatchStats", "Document", "Extractor", "ValueResult", "default_model_dir"]
 
@@ -99,6 +100,21 @@ def calibration_temperatures(block, extractive: bool) -> dict[str, float]:
         t = block.get(d)
         if isinstance(t, int | float) and not isinstance(t, bool) and math.isfinite(t) and t > 0:
             temps[d] = float(t)
+    return _with_aliases(temps)
+
+
+def na_temperatures(block, extractive: bool) -> dict[str, float]:
+    """decoder -> temperature of n/a confidences (the "na" entry of the "calibration" block, fitted
+    apart from the values'); empty where none was fitted."""
+    if not isinstance(block, dict) or not isinstance(block.get("na"), dict):
+        return {}
+    return calibration_temperatures(
+        {**block["na"], "extractive": block.get("extractive", extractive)}, extractive
+    )
+
+
+def _with_aliases(temps: dict[str, float]) -> dict[str, float]:
+    """fork follows hpd; ar-uncached and hpd-dense decode what ar and hpd do."""
     if "fork" not in temps and "hpd" in temps:
         temps["fork"] = temps["hpd"]
     if "ar" in temps:  # the same AR outputs, with or without the prefix cache
@@ -188,6 +204,7 @@ class Extractor:
         self.typed: bool = typed
         # confidence temperatures per decoder (slotwise.json "calibration"), applied in extract()
         self.temperatures: dict[str, float] = calibration_temperatures(stored.get("calibration"), extractive)
+        self.na_temperatures: dict[str, float] = na_temperatures(stored.get("calibration"), extractive)
         self.calibrate: bool = calibrate
         # attributes whose values end on a word / compound boundary (slotwise.json, measured on the
         # training data); extractive decoding lets them end only there
@@ -365,11 +382,13 @@ class Extractor:
         out: list[dict[str, ValueResult]] = [{} for _ in docs]
         for pos, i in enumerate(order):
             out[i] = res[pos]
-        temperature = self.temperatures.get(decoder) if self.calibrate else None
-        if temperature is not None:  # the one place confidences are calibrated
+        if self.calibrate:  # the one place confidences are calibrated: values and n/a each by its own T
+            value_t, na_t = self.temperatures.get(decoder), self.na_temperatures.get(decoder)
             for row in out:
                 for v in row.values():
-                    v.confidence = apply_temperature(v.confidence, temperature)
+                    t = na_t if is_na(v.text) else value_t
+                    if t is not None:
+                        v.confidence = apply_temperature(v.confidence, t)
         return out, stats
 
     def _run_hpd(self, schema, ids, decoder, stack, rows, batch, spans=None):

@@ -126,7 +126,7 @@ def decoder_results(ex: Extractor, inputs: Inputs, best: dict[str, Run], timing:
         for d, r in best.items()
         if inputs.normalized
     }
-    results = {d: summary(r, n, ex.temperatures.get(d)) for d, r in best.items()}
+    results = {d: summary(r, n, ex.temperatures.get(d), ex.na_temperatures.get(d)) for d, r in best.items()}
     for d, rep in extracted_reports.items():
         m = rep.micro
         results[d]["gold"] = "normalized"

@@ -40,6 +40,17 @@ def pooled_points(path: str, model_name: str, extractive: bool) -> dict:
     return data
 
 
+def pooled(own: list, earlier: list[dict], key: str, decoder: str) -> tuple[list[float], list[bool]]:
+    """(confidences, correct) of this run's points and the earlier outputs' (their --json key)."""
+    confs = [c for _, c, _ in own]
+    correct = [y for _, _, y in own]
+    for e in earlier:
+        for c, y in e.get(key, {}).get(decoder, []):
+            confs.append(float(c))
+            correct.append(bool(y))
+    return confs, correct
+
+
 def data_name(path: str) -> str:
     p = pathlib.Path(path)
     return f"{p.parent.name}/{p.name}"
@@ -52,16 +63,16 @@ def write_calibration(model_dir, best: dict[str, Run], n: int, data: str, earlie
     block: dict = {}
     points: dict[str, int] = {}
     curves: dict[str, list] = {}
+    na: dict[str, float] = {}
     for d, run in best.items():
-        confs = [c for _, c, _ in run.points]
-        correct = [y for _, _, y in run.points]
-        for e in earlier:
-            for c, y in e["calibration_points"].get(d, []):
-                confs.append(float(c))
-                correct.append(bool(y))
+        confs, correct = pooled(run.points, earlier, "calibration_points", d)
         block[d] = round(calibration.fit_temperature(confs, correct), 6)
         points[d] = len(confs)
         curves[d] = calibration.precision_curve(confs, correct, block[d])
+        # an n/a's confidence gets a temperature of its own: the model is sure of its n/a in
+        # another way than of its values (one T for both left one of them off)
+        na_confs, na_correct = pooled(run.na_points, earlier, "calibration_points_na", d)
+        na[d] = round(calibration.fit_temperature(na_confs, na_correct), 6)
     block.update(
         {
             "extractive": bool(extractive),
@@ -72,6 +83,9 @@ def write_calibration(model_dir, best: dict[str, Run], n: int, data: str, earlie
             # per decoder: [threshold, precision, values, Wilson 95% low, high] over the same values,
             # confidences calibrated with that T (calibration.precision_curve)
             "precision_curve": curves,
+            # per decoder: the temperature of n/a confidences, fitted on the n/a predicted on judged
+            # pairs (correct iff gold n/a)
+            "na": na,
         }
     )
     conf["calibration"] = block

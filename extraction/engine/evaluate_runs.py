@@ -77,6 +77,8 @@ class Run:
     report: Report | None = None
     # (product index, raw confidence, correct) of every value (non-n/a prediction) on a judged pair
     points: list[tuple[int, float, bool]] = field(default_factory=list)
+    # (product index, raw confidence, correct iff gold n/a) of every n/a prediction on a judged pair
+    na_points: list[tuple[int, float, bool]] = field(default_factory=list)
     predictions: list[dict] = field(default_factory=list)  # per product: attribute -> ValueResult
 
     def products_per_second(self, n: int) -> float:
@@ -132,7 +134,7 @@ def score_normalized(run: Run, products, extracted, schemas) -> Report:
     canon = [
         {a: replace(v, text=ng.canonical(a, v.text)) for a, v in pred.items()} for pred in run.predictions
     ]
-    run.report, run.points = score(ng.canonical_products(products), canon, schemas)
+    run.report, run.points, run.na_points = score(ng.canonical_products(products), canon, schemas)
     raw = [{a: replace(v, text=v.raw or v.text) for a, v in pred.items()} for pred in run.predictions]
     return score(extracted, raw, schemas)[0]
 
@@ -166,7 +168,7 @@ def add_result(run: Run, idx, res, stats) -> None:
 
 
 def finish(run: Run, products, grouped) -> Run:
-    run.report, run.points = score(
+    run.report, run.points, run.na_points = score(
         products, run.predictions, {cat: [a.name for a in g[2]] for cat, g in grouped.items()}
     )
     return run
@@ -233,22 +235,25 @@ def run_interleaved(
     return {d: finish(r, products, grouped) for d, r in runs.items()}, timing
 
 
-def score(products, preds: list[dict], schemas: dict[str, list[str]]) -> tuple[Report, list]:
+def score(products, preds: list[dict], schemas: dict[str, list[str]]) -> tuple[Report, list, list]:
     """The metric over judged pairs, the unjudged schema attributes apart, and the calibration points
-    (product index, confidence, correct iff VC) of the values predicted on judged pairs."""
+    (product index, confidence, correct) of the values predicted on judged pairs (correct iff VC) and
+    of the n/a predicted on them (correct iff NN)."""
     report = Report()
-    points = []
+    points, na_points = [], []
     for i, (p, pred) in enumerate(zip(products, preds, strict=True)):
         for attr, gold in p.gold.items():
             v = pred.get(attr)
             kind = report.add(p.category, attr, v.text if v else None, gold)
             if v is not None and not is_na(v.text):
                 points.append((i, float(v.confidence), kind == "VC"))
+            elif v is not None:
+                na_points.append((i, float(v.confidence), kind == "NN"))
         for attr in schemas.get(p.category, []):
             if attr not in p.gold:
                 v = pred.get(attr)
                 report.add_unjudged(p.category, attr, v.text if v else None)
-    return report, points
+    return report, points, na_points
 
 
 def spread(products: list, limit: int) -> list:

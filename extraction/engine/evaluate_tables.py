@@ -32,10 +32,13 @@ def table(rows: list[list[str]]) -> None:
             write("  ".join("-" * w for w in widths))
 
 
-def summary(run: Run, n: int, stored_temperature: float | None = None) -> dict:
+def summary(
+    run: Run, n: int, stored_temperature: float | None = None, stored_na: float | None = None
+) -> dict:
     m = run.report.micro
     judged = m.pairs
     groups, confs, correct = zip(*run.points, strict=True) if run.points else ((), (), ())
+    na_groups, na_confs, na_correct = zip(*run.na_points, strict=True) if run.na_points else ((), (), ())
     return {
         "f1": m.f1,
         "accuracy": m.VC / judged if judged else 0.0,  # VC share of the judged pairs
@@ -51,6 +54,7 @@ def summary(run: Run, n: int, stored_temperature: float | None = None) -> dict:
         "shown_precision": m.shown_precision,
         "f1_unjudged_absent": m.f1_unjudged_absent,
         "calibration": calibration.summary(confs, correct, groups, stored_temperature),
+        "calibration_na": calibration.summary(na_confs, na_correct, na_groups, stored_na),
         "products_per_second": run.products_per_second(n),
         "seconds": run.seconds,
         "forward_steps": run.forward_steps,
@@ -79,6 +83,8 @@ DEFINITIONS = {
     "ece_cross_fitted": "ECE after sigmoid(logit(c) / T), T fitted by NLL on the other half of the "
     "products (2 folds by product index parity), pooled over both halves",
     "temperature": "T fitted on every evaluated product (what --fit-calibration writes)",
+    "calibration_na": "the same figures for the n/a predictions on judged pairs (correct iff gold n/a), "
+    "with their own temperature",
 }
 
 
@@ -97,10 +103,11 @@ def quality_table(results: dict[str, dict], stored: dict[str, float]) -> None:
     write("n/a and confidence calibration per decoder (values = non-n/a predictions on judged pairs):")
     head = ["decoder", "F1", "NV", "gold n/a", "n/a acc", "n/a P", "unjudged", "unj valued", "shown P"]
     head += ["F1 unj n/a"]
-    head += ["values", "value acc", "ECE raw", "ECE cal 2-fold", "T fit"]
+    head += ["values", "value acc", "ECE raw", "ECE cal 2-fold", "T fit", "n/a preds", "n/a ECE raw"]
+    head += ["n/a ECE cal", "n/a T fit"]
     has_stored = any(d in stored for d in results)
     if has_stored:
-        head += ["T stored", "ECE stored"]
+        head += ["T stored", "ECE stored", "n/a ECE stored"]
     rows = [head]
     for d, sm in results.items():
         cal = sm["calibration"]
@@ -121,8 +128,15 @@ def quality_table(results: dict[str, dict], stored: dict[str, float]) -> None:
             fmt(cal["ece_cross_fitted"]),
             f"{cal['temperature']:.3f}",
         ]
+        na = sm["calibration_na"]
+        row += [
+            str(na["points"]),
+            fmt(na["ece_raw"]),
+            fmt(na["ece_cross_fitted"]),
+            f"{na['temperature']:.3f}",
+        ]
         if has_stored:
-            row += [fmt(cal.get("stored_temperature")), fmt(cal.get("ece_stored"))]
+            row += [fmt(cal.get("stored_temperature")), fmt(cal.get("ece_stored")), fmt(na.get("ece_stored"))]
         rows.append(row)
     table(rows)
     write(
@@ -287,6 +301,9 @@ def results_json(args, ex, inputs, outcome, floor: dict | None) -> dict:
         "definitions": DEFINITIONS,
         # raw (confidence, correct) of the values on judged pairs: --calibration-with pools them
         "calibration_points": {d: [[round(c, 6), int(y)] for _, c, y in r.points] for d, r in best.items()},
+        "calibration_points_na": {
+            d: [[round(c, 6), int(y)] for _, c, y in r.na_points] for d, r in best.items()
+        },
     }
 
 

@@ -11,7 +11,14 @@ import pytest
 
 from extraction.cli import main
 from extraction.engine import api, calibration
-from extraction.engine.api import AttributeSpec, Document, Extractor, calibration_temperatures
+from extraction.engine.api import (
+    AttributeSpec,
+    Document,
+    Extractor,
+    calibration_temperatures,
+    na_temperatures,
+)
+from extraction.engine.metric import is_na
 
 from .conftest import TEXTS
 
@@ -134,6 +141,23 @@ def test_the_extractor_applies_the_stored_temperature(model_dir, tmp_path):
             assert all(abs(a - b) > 1e-6 for a, b in inside)
 
 
+def test_values_and_na_take_their_own_stored_temperatures(model_dir, tmp_path):
+    calibrated = tmp_path / "calibrated"
+    shutil.copytree(model_dir, calibrated)
+    block = {"hpd": 2.5, "na": {"hpd": 0.4}, "extractive": False}
+    (calibrated / "slotwise.json").write_text(json.dumps({"calibration": block}))
+    assert na_temperatures(block, False) == {"hpd": 0.4, "fork": 0.4, "hpd-dense": 0.4}
+    assert na_temperatures({"hpd": 2.5}, False) == {} and na_temperatures(block, True) == {}
+    raw, _ = Extractor(model_dir).extract(DOCS, SPECS, decoder="hpd", stack=1)
+    cal, _ = Extractor(calibrated).extract(DOCS, SPECS, decoder="hpd", stack=1)
+    for r, c in zip(raw, cal, strict=True):
+        for name, v in r.items():
+            t = 0.4 if is_na(v.text) else 2.5
+            assert c[name].confidence == pytest.approx(
+                calibration.apply_temperature(v.confidence, t), abs=1e-9
+            )
+
+
 def test_evaluate_reports_na_and_calibration_and_fits_into_slotwise_json(model_dir, tmp_path, capsys):
     target = tmp_path / "model"
     shutil.copytree(model_dir, target)
@@ -174,6 +198,9 @@ def test_evaluate_reports_na_and_calibration_and_fits_into_slotwise_json(model_d
         assert sm["na_accuracy"] == pytest.approx(1 - sm["NV"] / 2)
         cal = sm["calibration"]
         assert cal["points"] == len(res["calibration_points"][d]) and "ece_cross_fitted" in cal
+        na = sm["calibration_na"]  # the n/a predicted on judged pairs, apart from the values
+        assert na["points"] == len(res["calibration_points_na"][d])
+        assert na["points"] + cal["points"] == 4  # every judged pair is one or the other
     printed = capsys.readouterr().out
     assert "n/a acc" in printed and "ECE raw" in printed
     assert json.loads((target / "slotwise.json").read_text()) == {"default_budget": 3, "note": "kept"}
@@ -191,6 +218,9 @@ def test_evaluate_reports_na_and_calibration_and_fits_into_slotwise_json(model_d
         n = block["points"][d]
         assert [row[2] for row in block["precision_curve"][d][:1]] == ([n] if n else [])
     assert Extractor(target).temperatures["fork"] == block["hpd"]
+    assert (
+        set(block["na"]) == {"hpd", "ar"} and Extractor(target).na_temperatures["hpd"] == block["na"]["hpd"]
+    )
     assert "calibration written" in capsys.readouterr().out
 
 
