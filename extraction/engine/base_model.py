@@ -35,6 +35,7 @@ WEIGHT_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # hashed 
 STAMP = "slotwise-source.json"  # what a made directory was made from; a match means "reuse it"
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
+CARRIED_SETTINGS = ("label", "cpu_dtype", "cpu_dtype_measured")  # slotwise.json keys publish keeps
 SUMS = "SHA256SUMS"  # the artifact's files as committed (publish writes it, prepare checks it)
 # copied as they are from the artifact into the assembled model (the weights are merged instead)
 ARTIFACT_FILES = ("slotwise.json", "README.md", "training.json", "tokenizer.json", "tokenizer_config.json")
@@ -261,8 +262,16 @@ def publish(stage: pathlib.Path, artifact: pathlib.Path = ARTIFACT_DIR, name: st
     save_file(
         {k: v.to(torch.bfloat16).contiguous() for k, v in tensors.items()}, str(artifact / ADAPTER_WEIGHTS)
     )
-    for file in (ADAPTER_CONFIG, "slotwise.json", "tokenizer.json", "tokenizer_config.json"):
+    for file in (ADAPTER_CONFIG, "tokenizer.json", "tokenizer_config.json"):
         shutil.copy2(stage / file, artifact / file)
+    settings = json.loads((stage / "slotwise.json").read_text())
+    previous = artifact / "slotwise.json"
+    if previous.is_file():
+        # what other commands measured of this model family (its CPU dtype, its label) carries
+        # over; a calibration does not: it was fitted on the previous weights' confidences
+        old = json.loads(previous.read_text())
+        settings = {**{k: old[k] for k in CARRIED_SETTINGS if k in old}, **settings}
+    previous.write_text(json.dumps(settings, indent=1, ensure_ascii=False) + "\n")
     history = artifact / "training.json"
     record = json.loads((stage / "training.json").read_text())
     past = json.loads(history.read_text()) if history.is_file() else {"stages": []}

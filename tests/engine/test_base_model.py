@@ -289,7 +289,13 @@ def test_a_published_stage_is_a_bfloat16_adapter_with_checked_files_that_trains_
 
     stage = lora_train(tmp_path, base_dir)
     artifact = tmp_path / "artifact"
+    artifact.mkdir()
+    earlier = {"label": "ours", "cpu_dtype": "bfloat16", "calibration": {"hpd": 2.0}}
+    (artifact / "slotwise.json").write_text(json.dumps(earlier))
     base_model.publish(stage, artifact, name="stage 1")
+    settings = json.loads((artifact / "slotwise.json").read_text())
+    assert settings["label"] == "ours" and settings["cpu_dtype"] == "bfloat16"  # measured of the family
+    assert "calibration" not in settings and "word_end" in settings  # fitted on other weights: dropped
     base_model.publish(stage, artifact, name="stage 1 again")
     stored = load_file(artifact / "adapter_model.safetensors")
     trained = load_file(stage / "adapter_model.safetensors")
