@@ -22,7 +22,17 @@ from dataclasses import dataclass
 
 from .base_model import MODEL_DIR, is_adapter
 from .calibration import apply_temperature
-from .layout import COMPOUND, FREE, NA, WORD, AttributeSpec, SchemaPrompt, doc_ids, schema_prompt
+from .layout import (
+    COMPOUND,
+    FREE,
+    NA,
+    WORD,
+    AttributeSpec,
+    SchemaPrompt,
+    doc_ids,
+    schema_prompt,
+    with_values_listed,
+)
 from .metric import is_na
 
 __all__ = ["AttributeSpec", "BatchStats", "Document", "Extractor", "ValueResult", "default_model_dir"]
@@ -205,6 +215,8 @@ class Extractor:
         # confidence temperatures per decoder (slotwise.json "calibration"), applied in extract()
         self.temperatures: dict[str, float] = calibration_temperatures(stored.get("calibration"), extractive)
         self.na_temperatures: dict[str, float] = na_temperatures(stored.get("calibration"), extractive)
+        # enumerations list their values in the prompt only for a model trained so
+        self.enum_values_in_prompt: bool = bool(stored.get("enum_values_in_prompt", False))
         self.calibrate: bool = calibrate
         # attributes whose values end on a word / compound boundary (slotwise.json, measured on the
         # training data); extractive decoding lets them end only there
@@ -236,7 +248,8 @@ class Extractor:
 
         key = tuple(attributes)
         if key not in self._schemas:
-            schema = schema_prompt(self.tokenizer, list(attributes))
+            prompted = [with_values_listed(a) if self.enum_values_in_prompt else a for a in attributes]
+            schema = schema_prompt(self.tokenizer, prompted)
             schema.end_rules = [self.end_rule(a.name) for a in attributes]
             schema.start_rules = [self.start_rule(a.name) for a in attributes]
             schema.rules = [self.slot_rule(a, schema, n) for n, a in enumerate(attributes)]

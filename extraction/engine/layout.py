@@ -21,7 +21,7 @@ AR layout: prefix + doc, the model writes key_0 value_0 key_1 value_1 .. '"}' eo
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from extraction.domain import NA  # absent attribute
@@ -79,6 +79,16 @@ class AttributeSpec:
     def __post_init__(self):
         # a tuple, so that specs stay hashable (the engine caches a schema per tuple of specs)
         object.__setattr__(self, "allowed_values", tuple(str(v) for v in self.allowed_values or ()))
+
+
+def with_values_listed(spec: AttributeSpec) -> AttributeSpec:
+    """An enumeration whose prompt line lists its allowed values after its description, so that the
+    slot reads what it may choose from (a model trained so says "enum_values_in_prompt" in its
+    slotwise.json; one trained without never sees such a line)."""
+    if spec.kind != "enum" or not spec.allowed_values:
+        return spec
+    listed = "one of: " + " | ".join(spec.allowed_values)
+    return replace(spec, description=f"{spec.description} ({listed})" if spec.description else listed)
 
 
 # ---------------------------------------------------------------------------------- text segments

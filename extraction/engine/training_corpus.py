@@ -212,7 +212,11 @@ def model_settings(corpus: Corpus, tokenizer) -> dict:
     values (at least 95% of them verbatim in their document), and the attributes decoded to word
     or compound ends and from compound starts."""
     share = verbatim_share(corpus)
+    listed = any(OPTIONS in r for records in corpus.groups.values() for r in records[:1])
     return {
+        # enumerations (ImplicitAVE's, with its options) were trained with their values listed in
+        # the prompt (layout.with_values_listed): the Extractor lists them too
+        "enum_values_in_prompt": listed,
         **attribute_budgets(corpus, tokenizer),
         "extractive": share >= EXTRACTIVE_SHARE,
         "verbatim_share": round(share, 4),

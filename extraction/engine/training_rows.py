@@ -41,6 +41,7 @@ from .layout import (
     schema_prompt,
     terminator_id,
     value_ids,
+    with_values_listed,
 )
 from .splits import IMPLICIT
 from .training_corpus import Corpus, Example, to_example
@@ -290,7 +291,7 @@ def present(ex: Example) -> list[str]:
 
 def restricted(ex: Example, keys: list[str]) -> Example:
     """ex judged on keys only."""
-    return Example(ex.text, ex.category, {a: v for a, v in ex.gold.items() if a in keys}, ex.source)
+    return Example(ex.text, ex.category, {a: v for a, v in ex.gold.items() if a in keys}, ex.source, ex.options)
 
 
 def _fit_text(tokenizer, text: str, max_tokens: int) -> str:
@@ -367,7 +368,12 @@ class RowSampler:
         for name in order:
             longest = max((self._ntok(ex.gold[name]) - 1 for ex in exs if ex.gold.get(name)), default=1)
             gap = max(self.cfg.min_gap, longest) + self.rng.randint(0, self.cfg.gap_extra)
-            specs.append(AttributeSpec(name, max_tokens=gap))
+            values = next((ex.options[name] for ex in exs if ex.options and name in ex.options), None)
+            if values:  # an enumeration: its prompt line lists the values, as the Extractor writes it
+                spec = AttributeSpec(name, max_tokens=gap, kind="enum", allowed_values=tuple(values))
+                specs.append(with_values_listed(spec))
+            else:
+                specs.append(AttributeSpec(name, max_tokens=gap))
         return specs
 
     def _pack(self, names: list[str], exs: list[Example]) -> list[Row]:

@@ -158,6 +158,24 @@ def test_values_and_na_take_their_own_stored_temperatures(model_dir, tmp_path):
             )
 
 
+def test_enumeration_values_reach_the_prompt_only_for_a_model_trained_so(model_dir, tmp_path):
+    listing = tmp_path / "listing"
+    shutil.copytree(model_dir, listing)
+    (listing / "slotwise.json").write_text(json.dumps({"enum_values_in_prompt": True}))
+    enum = AttributeSpec("Color", max_tokens=4, kind="enum", allowed_values=("Black", "White"))
+    for directory, listed in ((model_dir, False), (listing, True)):
+        ex = Extractor(directory)
+        schema = ex.schema([SPECS[0], enum])
+        prompt = ex.tokenizer.decode(schema.prefix_ids)
+        assert ("Black | White" in prompt) is listed
+        assert schema.attributes[1].description == ""  # the spec itself is unchanged
+        assert ex.extract(DOCS, [SPECS[0], enum], decoder="hpd", stack=1)[0][0]["Color"].text in (
+            "Black",
+            "White",
+            "n/a",
+        )
+
+
 def test_evaluate_reports_na_and_calibration_and_fits_into_slotwise_json(model_dir, tmp_path, capsys):
     target = tmp_path / "model"
     shutil.copytree(model_dir, target)

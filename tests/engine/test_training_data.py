@@ -177,3 +177,27 @@ def test_enumeration_values_train_under_the_trie_they_decode_under(tokenizer):
     off = Example(implied.text, "Dresses", {"Sleeve Style": "Puff Sleeve"}, options=options)
     row = build_row(tokenizer, specs, [off], [], with_choices=True)
     assert not row.choices
+
+
+def test_enumerations_list_their_values_in_the_prompt_where_the_model_was_trained_so(tokenizer):
+    from extraction.engine.layout import AttributeSpec, prefix_text, with_values_listed
+
+    exs = [
+        Example(
+            "Jessica Howard V Neck dress",
+            "Dresses",
+            {"Sleeve Style": "Long Sleeve"},
+            options={"Sleeve Style": SLEEVES},
+        )
+    ]
+    cfg = RowConfig(row_tokens=2048, p_hpd=1.0, absent_keys=2)  # compact rows keep the options too
+    (row,) = RowSampler(load_corpus_stub(), tokenizer, cfg, None, 0)._pack(["Sleeve Style"], exs)
+    listed = prefix_text(
+        [with_values_listed(AttributeSpec("Sleeve Style", kind="enum", allowed_values=SLEEVES))]
+    )
+    assert "one of: Short Sleeve | Long Sleeve | Sleeveless | Cap Sleeve" in listed
+    assert tokenizer.decode(tokenizer.encode(listed, add_special_tokens=False)) in tokenizer.decode(
+        row.input_ids
+    )
+    plain = AttributeSpec("Brand", "the maker")
+    assert with_values_listed(plain) == plain  # only enumerations change
