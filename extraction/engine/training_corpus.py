@@ -44,6 +44,7 @@ class Example:
     gold: dict[str, str | None]
     source: str = ""
     options: dict[str, list[str]] | None = None  # closed value lists: these attributes are enumerations
+    untagged: tuple[str, ...] = ()  # attributes whose "n/a" was inferred (with_absent), not in the gold
 
 
 def record_text(record: dict) -> str:
@@ -61,7 +62,8 @@ def record_gold(record: dict) -> dict[str, str | None]:
 
 def to_example(record: dict, source: str) -> Example:
     category = str(record.get("category", ""))
-    return Example(record_text(record), category, record_gold(record), source, record.get(OPTIONS))
+    untagged = tuple(record.get(UNTAGGED, ()))
+    return Example(record_text(record), category, record_gold(record), source, record.get(OPTIONS), untagged)
 
 
 @dataclass
@@ -103,12 +105,17 @@ def load_corpus(data: list[str], splits_dir: Path = SPLITS_DIR, write_splits: bo
     return corpus
 
 
+UNTAGGED = "untagged"  # a record's attributes made "n/a" by with_absent (not said by its gold)
+
+
 def with_absent(record: dict, names: list[str]) -> dict:
-    """record with every schema attribute it does not tag as "n/a" (ABSENT_WHEN_UNTAGGED)."""
+    """record with every schema attribute it does not tag as "n/a" (ABSENT_WHEN_UNTAGGED), those
+    names listed under UNTAGGED (compact rows keep only a few of them, never a gold "n/a")."""
     scores = dict(record.get("target_scores", {}))
-    for name in names:
-        scores.setdefault(name, {NA: 1})
-    return {**record, "target_scores": scores}
+    untagged = [name for name in names if name not in scores]
+    for name in untagged:
+        scores[name] = {NA: 1}
+    return {**record, "target_scores": scores, UNTAGGED: untagged}
 
 
 def focus_subset(corpus: Corpus, per_group: int, seed: int) -> Corpus:

@@ -278,8 +278,9 @@ class RowConfig:
     keep: dict[str, float] = field(default_factory=dict)  # data set -> share of its products per epoch
     # data set -> weight of its value losses (distant labels are noisy: weighed below people's)
     weights: dict[str, float] = field(default_factory=dict)
-    # compact rows: a row's keys are the attributes its products hold a value for, plus at most
-    # this many of those they say are absent ("n/a"), drawn per row (0: every judged attribute)
+    # compact rows: a row's keys are the attributes its products judge from their gold (a value
+    # or a gold "n/a"), plus at most this many of those only inferred absent (OA-Mine's untagged
+    # attributes), drawn per row (0: every judged attribute)
     absent_keys: int = 0
     choices: bool = False  # record what extractive decoding allows at each value token (Row.choices)
 
@@ -291,7 +292,10 @@ def present(ex: Example) -> list[str]:
 
 def restricted(ex: Example, keys: list[str]) -> Example:
     """ex judged on keys only."""
-    return Example(ex.text, ex.category, {a: v for a, v in ex.gold.items() if a in keys}, ex.source, ex.options)
+    gold = {a: v for a, v in ex.gold.items() if a in keys}
+    return Example(
+        ex.text, ex.category, gold, ex.source, ex.options, tuple(a for a in ex.untagged if a in keys)
+    )
 
 
 def _fit_text(tokenizer, text: str, max_tokens: int) -> str:
@@ -407,17 +411,18 @@ class RowSampler:
         """The keys ex brings to a row (for its length estimate)."""
         if not self.cfg.absent_keys:
             return [s for s in base_specs if s.name in ex.gold]
-        have = present(ex)
-        absent = [s for s in base_specs if ex.gold.get(s.name) == NA]
-        return [s for s in base_specs if s.name in have] + absent[: self.cfg.absent_keys]
+        inferred = [s for s in base_specs if s.name in ex.untagged]
+        return [s for s in base_specs if s.name in ex.gold and s.name not in ex.untagged] + inferred[
+            : self.cfg.absent_keys
+        ]
 
     def _row_keys(self, names: list[str], exs: list[Example]) -> list[str]:
-        """The row's attributes: every judged one, or (compact rows) those with a value in some
-        product plus up to absent_keys drawn from those only said to be absent."""
+        """The row's attributes: every judged one, or (compact rows) those some product judges from
+        its gold plus up to absent_keys drawn from those only inferred absent."""
         judged = [n for n in names if any(n in ex.gold for ex in exs)] or names
         if not self.cfg.absent_keys:
             return judged
-        valued = {n for ex in exs for n in present(ex)}
+        valued = {n for ex in exs for n in ex.gold if n not in ex.untagged}
         absent = [n for n in judged if n not in valued]
         drawn = set(self.rng.sample(absent, min(len(absent), self.rng.randint(1, self.cfg.absent_keys))))
         return [n for n in judged if n in valued or n in drawn] or judged

@@ -10,7 +10,7 @@ import torch
 
 from extraction.engine.layout import NA, value_ids
 from extraction.engine.tokenizer_train import build_tokenizer
-from extraction.engine.training_corpus import Corpus, Example, load_corpus
+from extraction.engine.training_corpus import Corpus, Example, load_corpus, to_example
 from extraction.engine.training_losses import extractive_loss, weighted_mean
 from extraction.engine.training_rows import IGNORE, RowConfig, RowSampler, collate
 
@@ -85,10 +85,14 @@ def tokenizer():
 
 
 def examples() -> list[Example]:
+    """Two OA-Mine-like products: Brand and Gender tagged, every other attribute inferred absent."""
     absent = dict.fromkeys(SCHEMA, NA)
+    untagged = tuple(n for n in SCHEMA if n not in ("Brand", "Gender"))
     return [
-        Example(TITLES[0], "Shoes", {**absent, "Brand": "Crocs", "Gender": "Women's"}),
-        Example(TITLES[2], "Shoes", {**absent, "Brand": "Finn Comfort", "Gender": "Women's"}),
+        Example(TITLES[0], "Shoes", {**absent, "Brand": "Crocs", "Gender": "Women's"}, untagged=untagged),
+        Example(
+            TITLES[2], "Shoes", {**absent, "Brand": "Finn Comfort", "Gender": "Women's"}, untagged=untagged
+        ),
     ]
 
 
@@ -108,6 +112,23 @@ def test_compact_rows_hold_the_valued_keys_and_a_few_absent_ones_with_na_labels(
         # every key of each of the 2 documents carries its value's labels, "n/a" for the absent ones
         expected = sum(len(value_ids(tokenizer, ex.gold[k], 0)) for ex in examples() for k in keys)
         assert sum(label != IGNORE for label in row.labels) == expected
+
+
+def test_compact_rows_keep_every_gold_na_and_drop_only_inferred_ones(tokenizer):
+    said = Example(
+        TITLES[1], "Shoes", {"Brand": "Timberland", "Color": NA, "Size": NA, "Sport": NA}
+    )  # WDC-like
+    cfg = RowConfig(row_tokens=2048, p_hpd=1.0, absent_keys=1)
+    (row,) = RowSampler(load_corpus_stub(), tokenizer, cfg, None, 0)._pack(SCHEMA, [said])
+    assert row_keys(tokenizer, row) == {"Brand", "Color", "Size", "Sport"}
+
+
+def test_untagged_attributes_are_marked_as_inferred(data):
+    corpus = load_corpus([str(data / "ave")], data / "splits")
+    (oa,) = [r for r in corpus.groups[("oa-mine", "Shoes")] if r["input"] == TITLES[2]]
+    assert to_example(oa, "oa-mine").untagged == ("Color",)
+    (ae,) = [r for r in corpus.groups[("ae-110k", "Shoes")] if r["input"] == TITLES[2]]
+    assert to_example(ae, "ae-110k").untagged == ()  # its "n/a" is in the gold
 
 
 def test_without_compact_rows_every_judged_key_is_in_the_row(tokenizer):
