@@ -4,20 +4,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('extraction', '0005_review_state_moved_to_review'),
+        ("extraction", "0005_review_state_moved_to_review"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='model_fingerprint',
+            model_name="run",
+            name="model_fingerprint",
             field=models.CharField(blank=True, max_length=64),
         ),
         migrations.AlterField(
-            model_name='runincident',
-            name='kind',
-            field=models.CharField(choices=[('lease_taken_over', 'Batch taken over'), ('lease_released', 'Batch given back'), ('database_lost', 'Database connection lost'), ('model_mismatch', 'Another copy of the model')], max_length=20),
+            model_name="runincident",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("lease_taken_over", "Batch taken over"),
+                    ("lease_released", "Batch given back"),
+                    ("database_lost", "Database connection lost"),
+                    ("model_mismatch", "Another copy of the model"),
+                ],
+                max_length=20,
+            ),
         ),
     ]
