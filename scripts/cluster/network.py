@@ -33,7 +33,7 @@ def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["ip", *args], check=check, capture_output=True, text=True, timeout=30)
 
 
-def _base36(number: int) -> str:
+def base36(number: int) -> str:
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
     text = ""
     while True:
@@ -113,7 +113,7 @@ def free_subnet() -> ipaddress.IPv4Network:
 class Network:
     """The drill's bridge and the hosts on it; `close` removes everything it made."""
 
-    prefix: str = field(default_factory=lambda: f"sd{_base36(os.getpid())}-")
+    prefix: str = field(default_factory=lambda: f"sd{base36(os.getpid())}-")
     subnet: ipaddress.IPv4Network = field(default_factory=free_subnet)
     hosts: dict[str, str] = field(default_factory=dict)  # host name -> address
     namespaces: list[str] = field(default_factory=list)
