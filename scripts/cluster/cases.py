@@ -39,6 +39,7 @@ LEASE_SECONDS = 8
 REAPER_SECONDS = 4
 CUT_SECONDS = 2 * LEASE_SECONDS + 4
 REDIS_DOWN_SECONDS = 3
+LATE_WRITE_WAIT_SECONDS = 90
 GPU_HOSTS = ("gpu1", "gpu2", "gpu3")
 ADDRESSES = {"db": 2, "redis": 3, "web": 10, "beat": 11, "light": 12, "gpu1": 21, "gpu2": 22, "gpu3": 23}
 DRILL_USER = "cluster-drill"
@@ -204,12 +205,15 @@ class Drill:
             time.sleep(CUT_SECONDS)
         finally:
             self.cluster.network.set_link(victim, up=True)
-        self.wait_for_run(run_id)
+        # Back on the network (TCP retries back off, so it may take a while), it finds its batch taken
+        # over and writes none of it: its log says so.
+        deadline = time.monotonic() + LATE_WRITE_WAIT_SECONDS
+        while self._log_count(victim, LATE_WRITE_REFUSED) == refused_before and time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
         return {
             "cut_off_host": victim,
             "seconds_off": CUT_SECONDS,
             "lease_seconds": LEASE_SECONDS,
-            # back on the network, it found its batch taken over and wrote none of it (its log says so)
             "its_late_write_refused": self._log_count(victim, LATE_WRITE_REFUSED) > refused_before,
         }
 
