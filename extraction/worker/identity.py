@@ -3,10 +3,14 @@ fingerprint (extraction/engine/fingerprint.py), whichever machine each worker ru
 
 A worker whose copy has another fingerprint (other weights under the same path, another
 slotwise.json, another precision) leases nothing: the run page says so (an incident) and the
-wake-up goes out again so that another worker takes the run's batches.
+wake-up goes out again so that another worker takes the run's batches (also each later time it takes
+one of this run's messages, at most once per lease length).
 """
 
 import logging
+import time
+
+from django.conf import settings
 
 from extraction.models import Run
 from extraction.services import kick_run
@@ -14,9 +18,10 @@ from extraction.worker import incidents
 
 log = logging.getLogger(__name__)
 
-# (run, fingerprint) pairs this process refused already: one incident and one wake-up each, so a
-# worker that receives its own wake-up again does not spin or fill the run page.
-_REFUSED: set[tuple[int, str]] = set()
+# When this process last refused each (run, fingerprint): one incident each, and the wake-up it took
+# passed on at most once per lease length, so two refusing workers never bounce it back and forth
+# fast, while a continuation or a wake-up they took still reaches a worker whose copy matches.
+_REFUSED: dict[tuple[int, str], float] = {}
 
 
 def run_fingerprint(run_id: int, fingerprint: str) -> str | None:
@@ -31,11 +36,14 @@ def refuses(run: Run, owner: str, fingerprint: str, model: str) -> bool:
     pinned = run_fingerprint(run.id, fingerprint)
     if pinned is None or pinned == fingerprint:
         return False
-    if (run.id, fingerprint) not in _REFUSED:
-        _REFUSED.add((run.id, fingerprint))
+    key, now = (run.id, fingerprint), time.monotonic()
+    if key not in _REFUSED:
         log.warning(
             "run %s decodes with model %s, this worker has %s: left to others", run.id, pinned, fingerprint
         )
         incidents.model_mismatch(run.id, owner, model or run.model_dir or "(bundled)", fingerprint, pinned)
-        kick_run(run.id)
+    elif now - _REFUSED[key] < settings.EXTRACTION_LEASE_SECONDS:
+        return True
+    _REFUSED[key] = now
+    kick_run(run.id, total=1)  # one wake-up: whichever worker takes it
     return True

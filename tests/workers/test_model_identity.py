@@ -1,6 +1,7 @@
 """One run, one model, whichever machine decodes it: a worker whose copy of the run's model has
 another fingerprint leases nothing, says so on the run page, and a worker whose copy matches decodes
-the run (real Celery workers, each given its own copy of the small model as its bundled model)."""
+the run (real Celery workers, each given its own copy of the small model as its bundled model). That
+the first worker records its copy's fingerprint on a run is checked in test_runs_workers.py."""
 
 import json
 import shutil
@@ -12,6 +13,7 @@ import redis
 from django.conf import settings
 from django.urls import reverse
 
+from extraction.engine.fingerprint import model_fingerprint
 from extraction.models import ExtractedValue, Run, RunIncident, WorkItem
 from extraction.services import RunRequest, do_start_run
 from tests.support.runs_catalog import make_catalog
@@ -35,7 +37,7 @@ def workers(tmp_path):
         proc = start_worker(
             queues="gpu",
             name=name,
-            env={"SLOTWISE_MODEL_DIR": str(model_dir)},
+            env={"SLOTWISE_MODEL_DIR": str(model_dir), "EXTRACTION_LEASE_SECONDS": "6"},
             log_path=tmp_path / f"{name}.log",
         )
         started.append(proc)
@@ -75,17 +77,13 @@ def test_a_worker_whose_copy_differs_leaves_the_run_to_one_whose_copy_matches(
     same = model_copy(tmp_path / "host-a")
     edited = model_copy(tmp_path / "host-b", drop_a_word_end_rule)
     catalog = make_catalog(shoes=3, coffee=2)
-
-    # A first run, decoded by a worker with the shipped copy, records that copy's fingerprint.
-    first_worker = workers("host-a", same)
-    first = do_start_run(RunRequest(decoder="hpd", catalog=catalog, batch_size=2))[0]
-    first = wait_until(lambda: finished(first), RUN_TIMEOUT, what="the first run")
-    assert first.status == Run.Status.DONE and len(first.model_fingerprint) == 64
-    stop_worker(first_worker, timeout=15)
-
-    # The second run decodes with that model too (its first worker was host-a's); host-b's copy differs.
+    # The run decodes with the shipped copy, as if a worker on host A had started it: the small
+    # model asks for no CPU precision, so a CPU worker decodes it in float32.
+    shipped = model_fingerprint(same, "float32")
+    assert model_fingerprint(edited, "float32") != shipped
     run = do_start_run(RunRequest(decoder="hpd", catalog=catalog, batch_size=2))[0]
-    Run.objects.filter(pk=run.pk).update(model_fingerprint=first.model_fingerprint)
+    Run.objects.filter(pk=run.pk).update(model_fingerprint=shipped)
+
     workers("host-b", edited)
     incident = wait_until(
         lambda: RunIncident.objects.filter(run=run, kind=RunIncident.Kind.MODEL_MISMATCH).first(),
@@ -93,21 +91,21 @@ def test_a_worker_whose_copy_differs_leaves_the_run_to_one_whose_copy_matches(
         what="host-b's refusal",
     )
     assert incident.worker.startswith("host-b@")
-    assert f"and the run decodes with {first.model_fingerprint[:12]}" in incident.message
+    assert f"and the run decodes with {shipped[:12]}" in incident.message
     assert "its products stay queued for a worker whose copy matches" in incident.message
     time.sleep(3)  # host-b had every chance to lease: it took nothing
     assert set(WorkItem.objects.filter(run=run).values_list("status", flat=True)) == {"queued"}
     assert not ExtractedValue.objects.filter(run=run).exists()
     assert RunIncident.objects.filter(run=run).count() == 1  # its own wake-ups brought no second one
 
-    workers("host-a2", same)  # a worker whose copy matches takes the batches
-    run = wait_until(lambda: finished(run), RUN_TIMEOUT, what="the run on host-a2")
+    workers("host-a", same)  # a worker whose copy matches takes the batches
+    run = wait_until(lambda: finished(run), RUN_TIMEOUT, what="the run on host-a")
     assert run.status == Run.Status.DONE and (run.done, run.failed) == (5, 0)
     done_by = {
         owner.split("@")[0] for owner in WorkItem.objects.filter(run=run).values_list("done_by", flat=True)
     }
-    assert done_by == {"host-a2"}
-    assert run.model_fingerprint == first.model_fingerprint
+    assert done_by == {"host-a"}
+    assert run.model_fingerprint == shipped
     page = client_for(alice).get(reverse("extraction:detail", args=[run.pk])).content.decode()
     assert "did not decode this run: its copy of model" in page
-    assert f"fingerprint {run.model_fingerprint[:12]}" in page
+    assert f"fingerprint {shipped[:12]}" in page
