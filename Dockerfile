@@ -1,6 +1,7 @@
-# One image for the web server and both workers (see docker-compose.yml).
+# One image for the web server and the workers (see docker-compose.yml); each build assembles its own
+# copy of the default model, so a host needs no files from another.
 # CPU build by default; for the GPU worker build with a CUDA wheel of the same torch version:
-#   docker compose build --build-arg TORCH_INDEX_URL=<your CUDA wheel index> worker-gpu
+#   TORCH_CUDA_INDEX_URL=<your CUDA wheel index> docker compose -f docker-compose.yml -f docker-compose.gpu.yml build gpu-worker
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

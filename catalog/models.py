@@ -155,8 +155,9 @@ class Product(models.Model):
 class ImportJob(models.Model):
     """One CSV upload on its way through mapping, preview and the background import.
 
-    The uploaded file stays on disk (MEDIA_ROOT/imports) so the preview and the worker read the
-    same bytes; the summary counts are written in the same transaction as the products.
+    The uploaded file is stored in PostgreSQL (the default storage, filestore/) until it is imported,
+    so the preview on the web host and the import task on any worker read the same bytes; the
+    summary counts are written in the same transaction as the products.
     """
 
     class Status(models.TextChoices):
@@ -196,6 +197,10 @@ class ImportJob(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.DONE, self.Status.FAILED}
+
+    def open_file(self):
+        """The stored upload as a binary stream read a chunk at a time (a new one each call)."""
+        return self.file.storage.open(self.file.name, "rb")
 
     @property
     def file_format(self) -> FileFormat:

@@ -29,25 +29,25 @@ def synthetic_titles():
         yield f"{brand} {model} {material} sneaker {color} size {size}"
 
 
+def drill_category() -> Category:
+    """The drill's sneakers category with its schema of DRILL_ATTRIBUTES (made once)."""
+    category, _ = Category.objects.get_or_create(name=DRILL_CATEGORY)
+    if category.current_schema is None:
+        schema = SchemaVersion.objects.create(category=category, version=1, note="fault drill / benchmark")
+        for position, (attr, description, max_tokens) in enumerate(DRILL_ATTRIBUTES):
+            Attribute.objects.create(
+                schema=schema, position=position, name=attr, description=description, max_tokens=max_tokens
+            )
+    return category
+
+
 def drill_catalog(name: str, products: int) -> Catalog:
     """A catalog holding (at least) the first `products` synthetic sneaker listings, 3 attributes each.
 
     Callers name it by its size ("Fault drill (200 products)"), so selecting it selects exactly those.
     """
     with transaction.atomic():
-        category, _ = Category.objects.get_or_create(name=DRILL_CATEGORY)
-        if category.current_schema is None:
-            schema = SchemaVersion.objects.create(
-                category=category, version=1, note="fault drill / benchmark"
-            )
-            for position, (attr, description, max_tokens) in enumerate(DRILL_ATTRIBUTES):
-                Attribute.objects.create(
-                    schema=schema,
-                    position=position,
-                    name=attr,
-                    description=description,
-                    max_tokens=max_tokens,
-                )
+        category = drill_category()
         catalog, _ = Catalog.objects.get_or_create(name=name)
         have = set(catalog.products.values_list("sku", flat=True))
         rows = [

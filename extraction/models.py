@@ -37,6 +37,9 @@ class Run(models.Model):
     model_dir = models.CharField(max_length=500)
     model_name = models.CharField(max_length=200, blank=True)
     model_revision = models.CharField(max_length=100, blank=True)
+    # The identity of the model the run decodes with (extraction/engine/fingerprint.py), set by the
+    # first worker that decodes it; a worker whose copy has another one leaves the run to others.
+    model_fingerprint = models.CharField(max_length=64, blank=True)
     decode_settings = models.JSONField(
         default=dict, blank=True, help_text="Decoding settings (stacking, batch, device)."
     )
@@ -161,6 +164,7 @@ class RunIncident(models.Model):
         LEASE_TAKEN_OVER = "lease_taken_over", "Batch taken over"
         LEASE_RELEASED = "lease_released", "Batch given back"
         DATABASE_LOST = "database_lost", "Database connection lost"
+        MODEL_MISMATCH = "model_mismatch", "Another copy of the model"
 
     run = models.ForeignKey(Run, related_name="incidents", on_delete=models.CASCADE)
     kind = models.CharField(max_length=20, choices=Kind.choices)

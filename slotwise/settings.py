@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "review",
     "evaluation",
     "workers",
+    "filestore",
 ]
 
 MIDDLEWARE = [
@@ -105,7 +106,9 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(BASE_DIR / ".data" / "media")))
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Uploads and exports live in PostgreSQL, so the web server and the workers need no disk in
+    # common (filestore/); MEDIA_ROOT only stages an upload on the web host while it is checked.
+    "default": {"BACKEND": "filestore.storage.DatabaseStorage"},
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
         if DEBUG

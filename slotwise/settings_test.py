@@ -14,4 +14,6 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 from slotwise.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
-MEDIA_ROOT = BASE_DIR / ".data" / "test-media"  # noqa: F405
+# The test run's own; a worker the tests start is given another (tests/support/workers.py), so no test
+# passes because the web side and a worker happen to share a disk.
+MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or BASE_DIR / ".data" / "test-media")  # noqa: F405

@@ -2,7 +2,6 @@
 
 from dataclasses import dataclass, field
 from itertools import islice
-from pathlib import Path
 
 from catalog.imports.check import CleanRow, RowChecker, RowError, load_categories
 from catalog.imports.map import Mapping
@@ -36,7 +35,7 @@ def build_preview(job: ImportJob) -> Preview:
     """The first PREVIEW_ROWS rows, and the row errors of the first PREVIEW_CHECK_ROWS checked."""
     checker = RowChecker(job.header, Mapping.from_json(job.mapping), load_categories())
     preview = Preview()
-    rows = read_rows(Path(job.file.path), job.file_format)
+    rows = read_rows(job.open_file, job.file_format)
     for row, cells in islice(rows, PREVIEW_CHECK_ROWS):
         clean, errors = checker.check(row, cells)
         preview.checked_rows += 1

@@ -6,11 +6,13 @@ any size is checked and imported in constant memory.
 """
 
 import csv
+import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
+from typing import BinaryIO
 
 from catalog.imports.decode import SNIFF_BYTES, detect_encoding
 from catalog.imports.errors import BadFile, FileOverLimit
@@ -28,6 +30,16 @@ MEGABYTE = 1024 * 1024
 # The most one field may hold. The csv module refuses a longer field; we say where it is.
 FIELD_LIMIT = 16 * MEGABYTE
 csv.field_size_limit(FIELD_LIMIT)
+
+# Where rows are read from: a local file (the upload being checked, on the web host), or a function
+# opening the stored upload as a binary stream (ImportJob.open_file: PostgreSQL, on any host).
+Source = Path | Callable[[], BinaryIO]
+
+
+def _open_text(source: Source, encoding: str):
+    if isinstance(source, Path):
+        return open(source, encoding=encoding, newline="")
+    return io.TextIOWrapper(source(), encoding=encoding, newline="")
 
 
 @dataclass(frozen=True)
@@ -102,13 +114,13 @@ def detect_delimiter(lines: list[str]) -> str:
     return best
 
 
-def _records(path: Path, encoding: str, delimiter: str) -> Iterator[tuple[int, int, int, list[str]]]:
+def _records(path: Source, encoding: str, delimiter: str) -> Iterator[tuple[int, int, int, list[str]]]:
     """Yield (row, first line, last line, cells) for every record; the header is row 1.
 
     A row is one CSV record; it spans several lines when a quoted field holds line breaks.
     """
     header: list[str] = []
-    with open(path, encoding=encoding, newline="") as f:
+    with _open_text(path, encoding) as f:
         reader = csv.reader(f, delimiter=delimiter)
         row, last_line = 0, 0
         while True:
@@ -151,7 +163,7 @@ def _long_field_index(path, encoding: str, delimiter: str, first_line: int) -> i
     """
     stops = re.compile(f'["{re.escape(delimiter)}\r\n]')
     index, length, quoted = 0, 0, False
-    with open(path, encoding=encoding, newline="") as f:
+    with _open_text(path, encoding) as f:
         for line in islice(f, first_line - 1, None):
             start = 0
             for stop in stops.finditer(line):
@@ -225,12 +237,12 @@ def inspect_file(path: Path, name: str) -> FileFormat:
     return FileFormat(encoding=encoding, delimiter=delimiter, header=header)
 
 
-def read_rows(path: Path, file_format: FileFormat) -> Iterator[tuple[int, list[str]]]:
+def read_rows(path: Source, file_format: FileFormat) -> Iterator[tuple[int, list[str]]]:
     """Yield (row number, cells) for every data row; the header is row 1, blank lines are skipped."""
     for row, _, _, cells in _records(path, file_format.encoding, file_format.delimiter):
         if row > 1 and cells and any(cell.strip() for cell in cells):
             yield row, cells
 
 
-def count_rows(path: Path, file_format: FileFormat) -> int:
+def count_rows(path: Source, file_format: FileFormat) -> int:
     return sum(1 for _ in read_rows(path, file_format))

@@ -1,11 +1,12 @@
 """The run step: the Celery task runs a queued import to the end (catalog.tasks calls run_import).
 
-The whole file is one transaction: if anything fails midway (the database goes away, the disk
-fails) nothing of this import is stored, and the job says why it failed.
+The whole file is one transaction: if anything fails midway (the database goes away, the file
+cannot be read) nothing of this import is stored, and the job says why it failed. The file is read
+from where the upload step stored it (PostgreSQL, filestore/), so the worker needs no disk in common
+with the web server.
 """
 
 import logging
-from pathlib import Path
 
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
@@ -26,7 +27,7 @@ def run_import(job_id: int) -> ImportJob | None:
     if job is None or job.status not in {ImportJob.Status.QUEUED, ImportJob.Status.RUNNING}:
         return job
     try:
-        total = count_rows(Path(job.file.path), job.file_format)
+        total = count_rows(job.open_file, job.file_format)
     except (OSError, UnicodeDecodeError, BadFile) as exc:
         return _fail(job_id, f"The file could not be read again: {exc}")
     ImportJob.objects.filter(pk=job_id).update(
@@ -38,7 +39,7 @@ def run_import(job_id: int) -> ImportJob | None:
             Catalog.objects.select_for_update().get(pk=job.catalog_id)
             ImportRowError.objects.filter(job_id=job_id).delete()
             counts = import_file(
-                Path(job.file.path),
+                job.open_file,
                 job.file_format,
                 Mapping.from_json(job.mapping),
                 job.catalog_id,

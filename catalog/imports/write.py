@@ -8,14 +8,13 @@ file and only one batch is held at a time. `import_file` runs inside its caller'
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from django.db import connection
 
 from catalog.imports.check import CleanRow, RowChecker, RowError, load_categories
 from catalog.imports.map import Mapping
 from catalog.imports.progress import ProgressWriter
-from catalog.imports.read import FileFormat, read_rows
+from catalog.imports.read import FileFormat, Source, read_rows
 from catalog.models import ImportJob, ImportRowError, Product
 
 BATCH_ROWS = 2000
@@ -81,7 +80,7 @@ def save_errors(job: ImportJob, errors: list[RowError], cells_by_row: dict[int, 
 
 
 def import_file(
-    path: Path,
+    path: Source,
     file_format: FileFormat,
     mapping: Mapping,
     catalog_id: int,

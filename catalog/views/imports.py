@@ -129,7 +129,7 @@ def import_map(request, pk: int):
                 form.add_error(None, str(exc))
             else:
                 return redirect("catalog:import_preview", pk=job.pk)
-    samples = [cells for _, cells in islice(read_rows(job.file.path, job.file_format), SAMPLE_ROWS)]
+    samples = [cells for _, cells in islice(read_rows(job.open_file, job.file_format), SAMPLE_ROWS)]
     columns = [
         {
             "index": i,

@@ -4,6 +4,7 @@
 - leases: lease with SELECT ... FOR UPDATE SKIP LOCKED, record a batch in one transaction
 - decoding: the only caller of the engine (one model per process, loaded lazily: no torch at import)
 - failures: a model that could not be loaded, recorded on its run
+- identity: a run decodes with copies of one model fingerprint; a worker with another copy refuses
 - incidents: what interrupted a run and how it recovered, in the run page's words
 - processes: real Celery worker processes for the fault drill, the benchmark and the tests
 

@@ -18,6 +18,8 @@ log = logging.getLogger(__name__)
 
 # One loaded model per worker process, keyed by (model dir, device): loading costs seconds.
 _EXTRACTORS: dict[tuple[str, str], object] = {}
+# The fingerprint of each model this process loaded (engine/fingerprint.py): what a run checks.
+_FINGERPRINTS: dict[tuple[str, str], str] = {}
 # When this process last failed to load a (model dir, device): it does not try again for a while.
 _LOAD_FAILED_AT: dict[tuple[str, str], float] = {}
 
@@ -51,12 +53,29 @@ def extractor_for(model_dir: str, device: str):
         "loading model %s on %s (%d torch threads)", model_dir or "(bundled)", device, torch.get_num_threads()
     )
     try:
-        _EXTRACTORS[key] = Extractor(model_dir=engine_model_dir(model_dir), device=device)
+        extractor = Extractor(model_dir=engine_model_dir(model_dir), device=device)
+        _FINGERPRINTS[key] = loaded_fingerprint(extractor, engine_model_dir(model_dir))
     except Exception:
         _LOAD_FAILED_AT[key] = time.monotonic()
         raise
+    _EXTRACTORS[key] = extractor
     _LOAD_FAILED_AT.pop(key, None)
-    return _EXTRACTORS[key]
+    return extractor
+
+
+def fingerprint_for(model_dir: str, device: str) -> str:
+    """The fingerprint of the copy of `model_dir` this process loaded (extractor_for loads it)."""
+    return _FINGERPRINTS[(model_dir, device)]
+
+
+def loaded_fingerprint(extractor, directory: str | None) -> str:
+    """The identity of what the Extractor loaded from `directory` (None: the engine's default): its
+    files and the precision it decodes in; the random stand-in is one identity of its own."""
+    from extraction.engine.api import default_model_dir
+    from extraction.engine.fingerprint import model_fingerprint
+
+    path = None if extractor.random_standin else Path(directory or default_model_dir())
+    return model_fingerprint(path, str(extractor.torch_dtype).removeprefix("torch."))
 
 
 def engine_model_dir(model_dir: str) -> str | None:

@@ -1,7 +1,8 @@
 """What interrupted a run and how it recovered, in words the run page shows (RunIncident rows).
 
 Written where the recovery happens: a worker taking over a dead worker's batch (leases), the reaper
-giving one back, a worker that lost PostgreSQL and reconnected (loop).
+giving one back, a worker that lost PostgreSQL and reconnected (loop), a worker whose copy of the
+run's model is another one (identity).
 """
 
 from extraction.models import RunIncident
@@ -53,5 +54,18 @@ def database_lost(run_id: int, worker: str, error: str, seconds: float, released
         message=(
             f"{worker} lost its PostgreSQL connection ({error.strip().splitlines()[0][:200]}) and "
             f"reconnected after {seconds:.0f} s{batch}."
+        ),
+    )
+
+
+def model_mismatch(run_id: int, worker: str, model: str, fingerprint: str, runs_with: str) -> RunIncident:
+    return RunIncident.objects.create(
+        run_id=run_id,
+        kind=Kind.MODEL_MISMATCH,
+        worker=worker,
+        message=(
+            f"{worker} did not decode this run: its copy of model {model} has fingerprint "
+            f"{fingerprint[:12]}, and the run decodes with {runs_with[:12]} (weights, settings or "
+            "precision differ); its products stay queued for a worker whose copy matches."
         ),
     )

@@ -15,7 +15,7 @@ from django.db import InterfaceError, OperationalError, connection
 
 from extraction.models import Run
 from extraction.services import kick_run
-from extraction.worker import decoding, incidents
+from extraction.worker import decoding, identity, incidents
 from extraction.worker.failures import do_record_load_failure
 from extraction.worker.leases import (
     ItemOutcome,
@@ -129,6 +129,8 @@ def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
         log.exception("run %s: model %r could not be loaded", run_id, run.model_dir)
         hand_back_after_load_failure(run, owner, f"{type(exc).__name__}: {exc}")
         return True
+    if identity.refuses(run, owner, decoding.fingerprint_for(run.model_dir, device), extractor.model_name):
+        return True  # another copy of the model decodes this run; the run page says why
     set_model(
         run_id,
         extractor.model_name,

@@ -66,5 +66,5 @@ def test_it_checks_a_small_upload_from_a_staging_file_it_removes_and_marks_nothi
     job = do_create_import(upload, None, "Shop", alice)
     assert set(vars(upload)) == attributes_before
     assert set(staging.glob("*")) == staged_before
-    assert Path(job.file.path).read_bytes() == b"sku,title\nA1,Acme TV\n"
+    assert job.open_file().read() == b"sku,title\nA1,Acme TV\n"  # stored in PostgreSQL
     job.file.delete(save=False)

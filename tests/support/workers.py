@@ -18,13 +18,28 @@ from extraction.worker import processes as worker_processes
 stop_worker = worker_processes.stop_worker
 
 
+def own_media_root(name: str) -> str:
+    """A MEDIA_ROOT of a worker's own, never the test run's: what a worker reads of an upload or an
+    export it must find in PostgreSQL, as on a machine of its own."""
+    media_root = tempfile.mkdtemp(prefix=f"slotwise-{name}-media-")
+    assert Path(media_root).resolve() != Path(settings.MEDIA_ROOT).resolve()
+    return media_root
+
+
 def start_worker(
     queues: str = "gpu,light", name: str = "w1", env: dict | None = None, log_path: Path | None = None
 ):
-    """A worker on `queues`, connected to the running test's database; logs to log_path's folder."""
+    """A worker on `queues`, connected to the running test's database, with a MEDIA_ROOT of its own;
+    logs to log_path's folder."""
     log_dir = log_path.parent if log_path else Path(tempfile.mkdtemp(prefix="slotwise-worker-"))
-    worker_env = {"DJANGO_SETTINGS_MODULE": "slotwise.settings_test", **(env or {})}
-    return worker_processes.start_worker(name, log_dir, env=worker_env, queues=queues)
+    worker_env = {
+        "DJANGO_SETTINGS_MODULE": "slotwise.settings_test",
+        "MEDIA_ROOT": own_media_root(name),
+        **(env or {}),
+    }
+    worker = worker_processes.start_worker(name, log_dir, env=worker_env, queues=queues)
+    worker.media_root = Path(worker_env["MEDIA_ROOT"])
+    return worker
 
 
 def start_beat(log_path: Path, env: dict | None = None) -> subprocess.Popen:
@@ -33,6 +48,7 @@ def start_beat(log_path: Path, env: dict | None = None) -> subprocess.Popen:
         **os.environ,
         "REDIS_URL": settings.REDIS_URL,
         "DJANGO_SETTINGS_MODULE": "slotwise.settings_test",
+        "MEDIA_ROOT": own_media_root("beat"),
         **(env or {}),
     }
     with open(log_path, "ab") as log:

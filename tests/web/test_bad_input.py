@@ -23,6 +23,7 @@ from django.urls import reverse
 from catalog.forms import MappingForm
 from catalog.models import Catalog, Category, ImportJob, ImportRowError, Product, SchemaVersion
 from extraction.models import ExtractedValue
+from filestore.models import StoredFile
 from review.models import BulkAction, ExportJob, GoldValue, ValueEvent
 from tests.support.catalog import latest_job, make_category, map_columns, upload
 from tests.support.factories import make_scenario
@@ -311,6 +312,7 @@ WATCHED = {
     GoldValue: ("pk", "value", "source_id"),
     BulkAction: ("pk",),
     ExportJob: ("pk",),
+    StoredFile: ("pk", "name", "size"),
 }
 
 

@@ -3,11 +3,11 @@ process): expired leases released, waiting runs woken, stranded uploads removed 
 model load failures counted; and beat's schedule as the Celery app defines it."""
 
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 import redis
 from django.conf import settings
+from django.core.files.storage import default_storage
 from django.urls import reverse
 from django.utils import timezone
 
@@ -118,7 +118,7 @@ def uploaded(client, name: str, age: timedelta, mapped: bool = False) -> ImportJ
         assert map_columns(client, job).status_code == 302
     ImportJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - age)
     job.refresh_from_db()
-    assert Path(job.file.path).is_file()
+    assert default_storage.exists(job.file.name)
     return job
 
 
@@ -136,8 +136,10 @@ def test_it_removes_uploads_left_at_mapping_past_the_limit_with_their_files(clie
 
     assert sorted(removed_ids) == sorted([stranded.pk, stranded_mapped.pk])
     assert set(ImportJob.objects.values_list("pk", flat=True)) == {fresh.pk, imported.pk}
-    assert not Path(stranded.file.path).exists() and not Path(stranded_mapped.file.path).exists()
-    assert Path(fresh.file.path).is_file() and Path(imported.file.path).is_file()
+    assert not default_storage.exists(stranded.file.name) and not default_storage.exists(
+        stranded_mapped.file.name
+    )
+    assert default_storage.exists(fresh.file.name) and default_storage.exists(imported.file.name)
     records = {r.original_name: r for r in RemovedUpload.objects.all()}
     assert set(records) == {"old.csv", "old-mapped.csv"}
     record = records["old-mapped.csv"]

@@ -95,6 +95,7 @@ def test_it_runs_hpd_and_ar_end_to_end(workers):
         assert run.status == Run.Status.DONE, run.error
         assert (run.done, run.failed, run.total) == (7, 0, 7)
         assert run.model_name and run.model_revision and run.decode_settings["device"] == "cpu"
+        assert len(run.model_fingerprint) == 64  # the first worker's copy, by identity
         assert run.decode_settings["dtype"] in {"float32", "bfloat16"}  # recorded per run
         assert run.forward_steps > 0 and run.engine_seconds > 0 and run.started_at <= run.finished_at
         assert_exactly_once(run)

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class FilestoreConfig(AppConfig):
+    name = "filestore"
+    verbose_name = "Stored files"
