@@ -208,6 +208,10 @@ AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# A failure during the lock does not start the wait again: otherwise anyone at the same address (one
+# NAT, one office) could keep a colleague locked out for ever with one wrong password a minute. The
+# price: a guesser gets LOGIN_FAILURE_LIMIT tries per cool-off instead of fewer.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "accounts.lockout.locked_out"
 # The client's address: the socket's, or behind a proxy the one it appends to X-Forwarded-For
 # (without this every user would share the proxy's address and its lock).
