@@ -5,6 +5,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.roles import ADMIN, RATER, has_role, role_required
@@ -184,5 +185,5 @@ def export_votes(request, pk: int):
     campaign = get_object_or_404(Campaign, pk=pk)
     rows = [EXPORT_HEADER, *(v.export_row() for v in campaign_votes(campaign))]
     response = StreamingHttpResponse(csv_lines(rows), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-votes.csv"'
+    response["Content-Disposition"] = content_disposition_header(True, f"campaign-{campaign.pk}-votes.csv")
     return response

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.roles import ADMIN, role_required
@@ -218,5 +219,5 @@ def import_errors(request, pk: int):
             yield [error.row_number, error.column, error.reason, *error.cells]
 
     response = StreamingHttpResponse(csv_lines(rows()), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="import-{job.pk}-errors.csv"'
+    response["Content-Disposition"] = content_disposition_header(True, f"import-{job.pk}-errors.csv")
     return response
