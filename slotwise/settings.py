@@ -41,8 +41,11 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Ahead of CSRF, which reads the body: a body too large for its view, or from someone the view
+    # would refuse, is answered from Content-Length and the session alone, never read.
+    "slotwise.body_guard.RefuseUnwantedBodiesMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
     "slotwise.error_pages.ProductErrorPagesMiddleware",  # DEBUG too: the product's 404/500, no URL list
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",

@@ -329,7 +329,8 @@ def changes_between(before: dict, after: dict) -> int:
 
 
 class _Alerts(HTMLParser):
-    """The text of the elements a user reads as errors: role="alert" or an error class."""
+    """The text of the elements a user reads as errors: role="alert", an error class, or the list
+    of errors Django's forms put beside a field."""
 
     VOID = {"br", "hr", "img", "input", "link", "meta", "option"}
 
@@ -346,7 +347,7 @@ class _Alerts(HTMLParser):
             return
         attributes = dict(attrs)
         classes = (attributes.get("class") or "").split()
-        if attributes.get("role") == "alert" or {"error", "form-error"} & set(classes):
+        if attributes.get("role") == "alert" or {"error", "form-error", "errorlist"} & set(classes):
             self.depth = 1
             self.texts.append("")
 
