@@ -8,8 +8,9 @@ and looks only at the path, the session and Content-Length:
 
 - a body over its view's limit is answered 413 (the view's own page when it offers one, see
   `body_limit`); every other view takes forms up to DEFAULT_BODY_BYTES;
-- a body larger than any plain form (SMALL_BODY_BYTES) from someone not signed in, or to a view not
-  open to the user's role, is answered 403 / the sign-in page without being read.
+- a body larger than any plain form (SMALL_BODY_BYTES) from someone not signed in (the sign-in page
+  for a page that needs it, 413 for the sign-in page itself), or to a view not open to the user's
+  role (403), is answered without being read.
 
 A body sent without Content-Length (chunked) is never read by Django at all (it reads
 CONTENT_LENGTH bytes), so it needs no check here. How long a client may take to send a body is
@@ -82,7 +83,9 @@ class RefuseUnwantedBodiesMiddleware:
         if not request.user.is_authenticated:
             if getattr(view, "login_required", True):
                 return redirect_to_login(request.get_full_path())
-            return None
+            # The sign-in page is open to all: no form of it is this large.
+            message = f"The request is {length:,} bytes; a form sent before signing in takes at most {SMALL_BODY_BYTES:,}."
+            return render(request, "400.html", {"message": message}, status=413)
         roles = getattr(view, "allowed_roles", None)
         if roles and not has_role(request.user, *roles):
             return render(

@@ -84,13 +84,15 @@ def session_of(user) -> str:
     return client.cookies[settings.SESSION_COOKIE_NAME].value
 
 
-def send_partly(server, announced: int, session: str | None = None, sent: int = 3 * MIB, wait: float = 8):
+def send_partly(
+    server, announced: int, session: str | None = None, sent: int = 3 * MIB, wait: float = 8, path: str = ""
+):
     """POST an upload announcing `announced` bytes, send `sent` of them, and wait up to `wait` s.
 
     Returns (status or None, seconds until the answer or the close, largest number of files seen
     in the spool directory meanwhile)."""
     headers = [
-        f"POST {reverse('catalog:upload')} HTTP/1.1",
+        f"POST {path or reverse('catalog:upload')} HTTP/1.1",
         f"Host: 127.0.0.1:{server.port}",
         f"Content-Type: multipart/form-data; boundary={BOUNDARY}",
         f"Content-Length: {announced}",
@@ -131,6 +133,12 @@ def send_partly(server, announced: int, session: str | None = None, sent: int = 
 def test_an_anonymous_upload_is_refused_unread(server):
     status, seconds, files = send_partly(server, announced=5 * MIB)
     assert status == 302  # to the sign-in page
+    assert seconds < 3 and files == 0
+
+
+def test_a_large_body_to_the_sign_in_page_is_refused_unread(server):
+    status, seconds, files = send_partly(server, announced=5 * MIB, path=reverse("login"))
+    assert status == 413
     assert seconds < 3 and files == 0
 
 
