@@ -30,4 +30,5 @@ RUN useradd --create-home --uid 1000 slotwise && mkdir -p /data/media && chown -
 USER slotwise
 
 EXPOSE 8000
-CMD ["gunicorn", "slotwise.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "120"]
+# Workers, worker class and the request timeout: gunicorn.conf.py (read from /app).
+CMD ["gunicorn", "slotwise.wsgi:application", "--bind", "0.0.0.0:8000"]

@@ -8,17 +8,18 @@ from django.core.exceptions import NON_FIELD_ERRORS
 
 from catalog.models import Attribute, Catalog, Category
 from catalog.schemas import MAX_TOKEN_BUDGET, AttributeData
+from slotwise.names import validate_name
 
 SCHEMA_FILE_MAX_BYTES = 1024 * 1024
 
 
 class CategoryForm(forms.Form):
-    name = forms.CharField(max_length=200)
+    name = forms.CharField(max_length=200, validators=[validate_name])
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
 
 class AttributeForm(forms.Form):
-    name = forms.CharField(max_length=100)
+    name = forms.CharField(max_length=100, validators=[validate_name])
     description = forms.CharField(
         max_length=500, required=False, help_text="Goes into the prompt: say what the value is."
     )
@@ -84,7 +85,9 @@ class SchemaImportForm(forms.Form):
 
 class UploadForm(forms.Form):
     catalog = forms.ModelChoiceField(Catalog.objects.all(), required=False, empty_label="New catalog…")
-    new_catalog = forms.CharField(max_length=200, required=False, label="New catalog name")
+    new_catalog = forms.CharField(
+        max_length=200, required=False, label="New catalog name", validators=[validate_name]
+    )
     file = forms.FileField(label="CSV file", allow_empty_file=True)  # our own message says it is empty
 
     def clean(self):
@@ -118,7 +121,9 @@ class MappingForm(forms.Form):
             empty_label="— use the category column —",
         )
         for index, _ in enumerate(header):
-            self.fields[f"known_{index}"] = forms.CharField(max_length=100, required=False)
+            self.fields[f"known_{index}"] = forms.CharField(
+                max_length=100, required=False, validators=[validate_name]
+            )
 
     @classmethod
     def max_columns(cls) -> int | None:

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from django.db import transaction
 
 from catalog.models import Attribute, Category, SchemaVersion
+from slotwise.names import check_name
 
 MAX_TOKEN_BUDGET = 64
 SCHEMA_FORMAT = "slotwise-schema/1"
@@ -75,6 +76,7 @@ def check_attribute(data: AttributeData, where: str = "") -> None:
     prefix = f"{where}: " if where else ""
     if not data.name.strip():
         raise SchemaError(f"{prefix}name is empty")
+    _check_printable(data.name, f"{prefix}name")
     if len(data.name.strip()) > 100:
         raise SchemaError(f"{prefix}name is longer than 100 characters")
     if len(data.description) > 500:
@@ -112,10 +114,18 @@ def current_attributes(version: SchemaVersion | None) -> list[AttributeData]:
     return [AttributeData.of(a) for a in version.attributes.all()] if version else []
 
 
+def _check_printable(name: str, what: str) -> None:
+    try:
+        check_name(name, what)
+    except ValueError as exc:
+        raise SchemaError(str(exc)) from None
+
+
 def do_create_category(name: str, description: str, user) -> Category:
     name = name.strip()
     if not name:
         raise SchemaError("category name is empty")
+    _check_printable(name, "the category name")
     with transaction.atomic():
         if Category.objects.filter(name__iexact=name).exists():
             raise SchemaError(f"a category named {name!r} already exists")
@@ -212,6 +222,7 @@ def parse_schema_dict(payload) -> tuple[str, str, list[AttributeData]]:
     category = payload.get("category")
     if not isinstance(category, str) or not category.strip():
         raise SchemaError("'category' must be a non-empty string")
+    _check_printable(category, "'category'")
     description = payload.get("description", "")
     if not isinstance(description, str):
         raise SchemaError("'description' must be a string")

@@ -8,6 +8,7 @@ from catalog.models import Catalog
 from evaluation.models import System
 from evaluation.systems import system_for_run
 from extraction.models import Run
+from slotwise.names import validate_name
 
 MAX_SEED = 2**31 - 1
 
@@ -29,7 +30,11 @@ def system_from_choice(key: str, user=None) -> System:
 
 
 class CampaignForm(forms.Form):
-    name = forms.CharField(max_length=200, help_text="Raters see this name: do not name the systems.")
+    name = forms.CharField(
+        max_length=200,
+        help_text="Raters see this name: do not name the systems.",
+        validators=[validate_name],
+    )
     first_system = forms.ChoiceField()
     second_system = forms.ChoiceField()
     sample_size = forms.IntegerField(min_value=1, max_value=100_000, initial=40)

@@ -3,8 +3,9 @@
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.roles import ADMIN, RATER, has_role, role_required
@@ -97,7 +98,8 @@ def campaign_status(request, pk: int):
     campaign = get_object_or_404(Campaign, pk=pk)
     status = request.POST.get("status")
     if status not in Campaign.Status.values:
-        return HttpResponse(f"status must be one of {', '.join(Campaign.Status.values)}", status=400)
+        message = f"status: {status!r} is not one of {', '.join(Campaign.Status.values)}"
+        return render(request, "400.html", {"message": message}, status=400)
     do_set_status(campaign, status)
     messages.success(request, f"“{campaign.name}” is now {campaign.get_status_display().lower()}.")
     return redirect("evaluation:my_campaigns")
@@ -184,5 +186,5 @@ def export_votes(request, pk: int):
     campaign = get_object_or_404(Campaign, pk=pk)
     rows = [EXPORT_HEADER, *(v.export_row() for v in campaign_votes(campaign))]
     response = StreamingHttpResponse(csv_lines(rows), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-votes.csv"'
+    response["Content-Disposition"] = content_disposition_header(True, f"campaign-{campaign.pk}-votes.csv")
     return response

@@ -6,7 +6,7 @@ Everything here that reaches a rater speaks of sides A and B and of item tokens,
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -87,6 +87,17 @@ def item_to_show(campaign: Campaign, rater) -> CampaignItem | None:
 def next_item(campaign: Campaign, rater) -> CampaignItem | None:
     """Hand the rater the item to judge now (a write, for a POST): the one already handed to
     them, or a new one whose place among its raters is taken for them."""
+    with transaction.atomic():
+        # One rater's requests one at a time (five votes sent at once): each would otherwise find
+        # nothing held yet and take an item of its own, leaving the rater holding several.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtext(%s))", [f"next-item:{campaign.pk}:{rater.pk}"]
+            )
+        return _next_item(campaign, rater)
+
+
+def _next_item(campaign: Campaign, rater) -> CampaignItem | None:
     now = timezone.now()
     for assignment in _held(campaign, rater):
         if _still_open(assignment, campaign):

@@ -4,6 +4,7 @@ from django.conf import settings
 from catalog.models import Catalog, Category
 from extraction import config
 from extraction.services import BOTH, DECODER_CHOICES, RunRequest
+from slotwise.names import validate_name
 
 
 class RunForm(forms.Form):
@@ -29,7 +30,7 @@ class RunForm(forms.Form):
         label="Documents per HPD prompt",
         help_text="Leave empty to let the engine choose by measuring.",
     )
-    name = forms.CharField(required=False, max_length=200)
+    name = forms.CharField(required=False, max_length=200, validators=[validate_name])
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("label_suffix", "")  # labels sit above their fields, as on every other form

@@ -59,7 +59,9 @@ _UNIT_SPELLINGS = {
     "meters": "m",
     "metres": "m",
 }
-_NUMBER_WITH_UNIT = re.compile(r"^\s*(-?\d+(?:[.,]\d+)?)\s*([a-zA-Z\"'. ]*?)\s*$")
+# ASCII digits only, at most 15 (and 6 decimals: what a float keeps exactly); other scripts' digits
+# and longer numbers stay text, which checked_value refuses.
+_NUMBER_WITH_UNIT = re.compile(r"^\s*(-?[0-9]{1,15}(?:[.,][0-9]{1,6})?)\s*([a-zA-Z\"'. ]*?)\s*$")
 _TRUE = {"yes", "y", "true", "1"}
 _FALSE = {"no", "n", "false", "0"}
 YES, NO = "yes", "no"

@@ -32,6 +32,15 @@ class RunRefused(ValueError):
     """The run cannot start as asked; the message says what to change. Nothing was stored."""
 
 
+class AlreadyStarted(Exception):
+    """The same user started the same run moments ago (a double-clicked "Start run"): `runs` are
+    those, still queued or running; nothing new was stored."""
+
+    def __init__(self, runs: list[Run]):
+        super().__init__(f"{runs[0]} was started {timezone.now() - runs[0].created_at} ago")
+        self.runs = runs
+
+
 @dataclass(frozen=True)
 class RunRequest:
     decoder: str  # "hpd", "ar" or "both"
@@ -98,8 +107,34 @@ def _queue_work_items(run: Run, products, schemas: dict[int, SchemaVersion]) -> 
     return total
 
 
-def do_start_run(request: RunRequest, user=None) -> list[Run]:
-    """Create the run (two linked runs for "both") with one queued item per selected product."""
+def _recent_twins(request: RunRequest, decoders: list[str], user, window: timedelta) -> list[Run]:
+    """The user's still-active runs of the same decoders, model and selection started within `window`.
+
+    Call inside the start's transaction: the advisory lock on the selection makes a second request
+    for it wait until the first has committed its run, so it sees that run (READ COMMITTED)."""
+    key = f"start-run:{user.pk}:{','.join(decoders)}:{request.model_dir}:{request.catalog and request.catalog.pk}"
+    key += f":{request.category and request.category.pk}:{request.search.strip()}"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key])
+    twins = Run.objects.filter(
+        created_by=user,
+        decoder__in=decoders,
+        model_dir=request.model_dir,
+        catalog=request.catalog,
+        category=request.category,
+        search=request.search.strip(),
+        status__in=Run.ACTIVE_STATUSES,
+        created_at__gte=timezone.now() - window,
+    ).order_by("id")
+    found = list(twins)
+    return found if {run.decoder for run in found} >= set(decoders) else []
+
+
+def do_start_run(request: RunRequest, user=None, once_within: timedelta | None = None) -> list[Run]:
+    """Create the run (two linked runs for "both") with one queued item per selected product.
+
+    `once_within`: raise AlreadyStarted instead when `user` started the same run (decoders, model,
+    selection) that long ago or less and it is still active (the web form's double submit)."""
     decoders = [Run.Decoder.HPD, Run.Decoder.AR] if request.decoder == BOTH else [request.decoder]
     if any(decoder not in Run.Decoder.values for decoder in decoders):
         raise RunRefused(f"Unknown decoder {request.decoder!r}: choose hpd, ar or both.")
@@ -111,6 +146,10 @@ def do_start_run(request: RunRequest, user=None) -> list[Run]:
         "stack": request.stack,
     }
     with transaction.atomic():
+        if once_within is not None and user is not None:
+            twins = _recent_twins(request, decoders, user, once_within)
+            if twins:
+                raise AlreadyStarted(twins)
         schemas = current_schemas(products)
         runs = []
         for decoder in decoders:

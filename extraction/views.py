@@ -1,6 +1,7 @@
 """Run screens: list, start, the live run page (htmx progress), cancel. Thin: work is in services."""
 
 from collections import defaultdict
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib import messages
@@ -8,6 +9,7 @@ from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.roles import ADMIN, REVIEWER, role_required
@@ -15,9 +17,12 @@ from extraction import comparison
 from extraction.forms import RunForm
 from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.progress import progress
-from extraction.services import RunRefused, do_cancel_run, do_start_run, selected_products
+from extraction.services import AlreadyStarted, RunRefused, do_cancel_run, do_start_run, selected_products
 
 RESULTS_PER_PAGE = 50
+# A second "Start run" of the same selection, decoder and model by the same user within this long,
+# while the first is still active, is a double submit: it opens the first run instead.
+START_ONCE_WITHIN = timedelta(seconds=60)
 RUNS_PER_PAGE = 30
 
 
@@ -37,13 +42,22 @@ def start(request):
     form = RunForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            started = do_start_run(form.run_request(), user=request.user)
+            started = do_start_run(form.run_request(), user=request.user, once_within=START_ONCE_WITHIN)
         except RunRefused as exc:
             form.add_error(None, str(exc))
+        except AlreadyStarted as exc:
+            seconds = max(1, round((timezone.now() - exc.runs[0].created_at).total_seconds()))
+            messages.info(
+                request,
+                f"You started this run {seconds} s ago (the form was sent twice?): no second run was "
+                "started. This is the run.",
+            )
+            return redirect("extraction:detail", run_id=exc.runs[0].id)
         else:
             messages.success(request, started_message(started))
             return redirect("extraction:detail", run_id=started[0].id)
-    return render(request, "extraction/start.html", {"form": form}, status=400 if form.errors else 200)
+    context = {"form": form, "once_within": int(START_ONCE_WITHIN.total_seconds())}
+    return render(request, "extraction/start.html", context, status=400 if form.errors else 200)
 
 
 def started_message(started: list[Run]) -> str:

@@ -12,6 +12,7 @@ from django.db.models import Case, Exists, IntegerField, OuterRef, QuerySet, Sub
 from extraction.comparison import agree
 from extraction.models import ExtractedValue, Run
 from review.models import ValueReview
+from slotwise.params import ParameterError, optional_id
 
 SORTS = {"confidence": "Lowest confidence first", "disagreement": "HPD/AR disagreement first"}
 STATUSES = tuple(ValueReview.Status.values)
@@ -53,12 +54,10 @@ def partner_of(run: Run) -> Run | None:
 
 
 def _optional_id(params, name: str) -> int | None:
-    raw = (params.get(name) or "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit():
-        raise FilterError(f"{name}: expected a number, got {raw!r}")
-    return int(raw)
+    try:
+        return optional_id(params, name)
+    except ParameterError as exc:
+        raise FilterError(str(exc)) from None
 
 
 def _optional_confidence(params, name: str) -> float | None:

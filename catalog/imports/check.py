@@ -6,12 +6,16 @@ from dataclasses import dataclass
 
 from catalog.imports.map import Mapping
 from catalog.models import Attribute, Category, Product
+from slotwise.names import unprintable_character
 
 SKU_MAX = Product._meta.get_field("sku").max_length
 TITLE_MAX = Product._meta.get_field("title").max_length
 DESCRIPTION_MAX = 20_000
 KNOWN_VALUE_MAX = 500
-NUMBER = re.compile(r"^[-+]?(\d+([.,]\d*)?|[.,]\d+)(\s*\S.*)?$")
+# What a number attribute holds: ASCII digits (at most 15 before and 6 after one decimal point or
+# comma, what a float keeps exactly), then optionally a unit with no digit in it ("55 inch", "1,5 kg").
+# No exponent (1e309 is infinity, 1e-400 zero), no hex, no second decimal mark, no other script's digits.
+NUMBER = re.compile(r"^[-+]?([0-9]{1,15}([.,][0-9]{0,6})?|[.,][0-9]{1,6})(\s*[^\s\d.,+-][^\d]*)?$")
 # Plain strings: comparing with the TextChoices members costs an enum lookup per value.
 NUMBER_KIND, ENUM_KIND, BOOLEAN_KIND = (
     str(k.value) for k in (Attribute.Kind.NUMBER, Attribute.Kind.ENUM, Attribute.Kind.BOOLEAN)
@@ -103,6 +107,9 @@ class RowChecker:
             error(m.sku, "SKU is empty")
         elif len(sku) > SKU_MAX:
             error(m.sku, f"SKU is {len(sku)} characters long; at most {SKU_MAX} are allowed")
+        elif unprintable := unprintable_character(sku):
+            # A zero-width space makes "SEC-U\u200b21" look like "SEC-U21": two products, one on screen.
+            error(m.sku, f"SKU {sku!r} holds {unprintable}, invisible on screen; remove it")
         elif sku in self.first_row_of_sku:
             error(m.sku, f"duplicate SKU {sku!r}: row {self.first_row_of_sku[sku]} has it already")
         else:
@@ -171,7 +178,10 @@ def _typed_value(value: str, kind: str, allowed: list[str]) -> str | None:
 
 def _type_reason(value: str, name: str, kind: str, allowed: list[str]) -> str:
     if kind == NUMBER_KIND:
-        return f"{value!r} is not a number ({name} is a number attribute)"
+        return (
+            f"{value!r} is not a number ({name} is a number attribute): write digits 0-9, at most 15 of "
+            "them and 6 decimals after one point or comma, then the unit (no exponent, no hex)"
+        )
     if kind == ENUM_KIND:
         shown = ", ".join(allowed[:10]) + (", ..." if len(allowed) > 10 else "")
         return f"{value!r} is not an allowed value of {name} ({shown})"

@@ -23,6 +23,7 @@ CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 # ~90 MB/s): deleting every byte but the controls tells whether a chunk holds one.
 ALL_BUT_CONTROLS = bytes(code for code in range(256) if code not in CONTROL_CODES)
 ALL_BUT_C1 = bytes(code for code in range(256) if code not in C1_CODES)
+BINARY_MIN_CONTROLS = 8
 CONTROL_NAMES = (
     "NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI "
     "DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB ESC FS GS RS US"
@@ -83,12 +84,23 @@ def check_not_binary(head: bytes) -> None:
     for magic, what in MAGIC_NUMBERS.items():
         if head.startswith(magic):
             raise BadFile(f"This file is {what}, not CSV. Export it as CSV (UTF-8) and upload that.")
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):  # before UTF-16's, which begins it
+        raise BadFile("The file is UTF-32 encoded; save it as CSV in UTF-8 (or Latin-1) and upload it again.")
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise BadFile("The file is UTF-16 encoded; save it as CSV in UTF-8 (or Latin-1) and upload it again.")
-    if CONTROL_BYTES.search(head):
+    if _looks_binary(head):
         raise BadFile("This is a binary file, not CSV text. Export the data as CSV and upload that.")
     if head.lstrip(b"\xef\xbb\xbf \r\n\t").startswith((b"{", b"[")):
         raise BadFile("This file looks like JSON, not CSV. Upload a CSV file with a header row.")
+
+
+def _looks_binary(head: bytes) -> bool:
+    """A NUL, or control characters in more than 1 byte of 100 (and more than a few): binary data.
+
+    A few control characters in a text cell (an escape sequence pasted from a terminal) are not;
+    the scan names the first of them with its line and offset."""
+    controls = len(head.translate(None, ALL_BUT_CONTROLS))
+    return b"\x00" in head or (controls > BINARY_MIN_CONTROLS and controls * 100 > len(head))
 
 
 def _refuse_control(chunk: bytes, index: int, cursor: _Cursor) -> None:

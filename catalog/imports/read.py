@@ -224,6 +224,11 @@ def inspect_file(path: Path, name: str) -> FileFormat:
     has_rows = False
     for row, first_line, last_line, cells in _records(path, encoding, delimiter):
         if row == 1:
+            if not any(cell.strip() for cell in cells):
+                raise BadFile(
+                    f"Line {first_line} is blank: the header row (sku, title, ...) must be the file's first "
+                    "line. Remove the blank lines above it and upload the file again."
+                )
             header, header_lines = cells, (first_line, last_line)
             continue
         if last_line > first_line and len(cells) != len(header):
@@ -233,6 +238,8 @@ def inspect_file(path: Path, name: str) -> FileFormat:
         raise _unclosed_quote(1, *header_lines, header, header)
     if not has_rows:
         raise BadFile("The file has a header row but no product rows.")
+    # A second UTF-8 marker (a file saved twice "with BOM") survives utf-8-sig as part of the first name.
+    header[0] = header[0].lstrip("\ufeff")
     header = [cell.strip() or f"Column {index + 1}" for index, cell in enumerate(header)]
     return FileFormat(encoding=encoding, delimiter=delimiter, header=header)
 

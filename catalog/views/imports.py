@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.roles import ADMIN, role_required
@@ -18,19 +19,26 @@ from catalog.imports.read import DELIMITER_NAMES, ENCODING_NAMES, check_size, re
 from catalog.imports.start import do_start_import
 from catalog.imports.upload import do_create_import
 from catalog.models import Attribute, ImportJob
+from slotwise.body_guard import FORM_OVERHEAD_BYTES, body_limit
 
 SAMPLE_ROWS = 3
-UPLOAD_FORM_OVERHEAD_BYTES = 64 * 1024  # multipart boundaries and the other form fields
 ERRORS_ON_PAGE = 50
+
+
+def _upload_body_limit() -> int:
+    return settings.CATALOG_UPLOAD_MAX_BYTES + FORM_OVERHEAD_BYTES
+
+
+def _refuse_large_upload(request, length: int):
+    """The upload page saying how far over the limit the file is; its body is never read
+    (slotwise/body_guard.py answers with this before CSRF reads the form)."""
+    return _render_upload(request, UploadForm(), status=413, error=too_large_message(length))
 
 
 @require_http_methods(["GET", "POST"])
 @role_required(ADMIN)
+@body_limit(_upload_body_limit, too_large=_refuse_large_upload)
 def upload(request):
-    if request.method == "POST" and _body_too_large(request):
-        # Refused before the body is read: a huge file is never written anywhere.
-        error = too_large_message(int(request.META["CONTENT_LENGTH"]))
-        return _render_upload(request, UploadForm(), status=413, error=error)
     form = UploadForm(request.POST or None, request.FILES or None)
     status = 200
     if request.method == "POST":
@@ -48,14 +56,6 @@ def upload(request):
                 return redirect("catalog:import_map", pk=job.pk)
         status = 400
     return _render_upload(request, form, status)
-
-
-def _body_too_large(request) -> bool:
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        return False
-    return length > settings.CATALOG_UPLOAD_MAX_BYTES + UPLOAD_FORM_OVERHEAD_BYTES
 
 
 def too_large_message(size: int) -> str:
@@ -218,5 +218,5 @@ def import_errors(request, pk: int):
             yield [error.row_number, error.column, error.reason, *error.cells]
 
     response = StreamingHttpResponse(csv_lines(rows()), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="import-{job.pk}-errors.csv"'
+    response["Content-Disposition"] = content_disposition_header(True, f"import-{job.pk}-errors.csv")
     return response

@@ -8,22 +8,18 @@ from django.views.decorators.http import require_GET
 from accounts.roles import ADMIN, REVIEWER, role_required
 from catalog.models import Catalog, Category, Product
 from catalog.schemas import current_attributes
+from slotwise.params import ParameterError, optional_id
 
 PRODUCTS_PER_PAGE = 50
-
-
-def _int_or_none(value) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 @require_GET
 @role_required(ADMIN, REVIEWER)
 def product_list(request):
-    catalog_id = _int_or_none(request.GET.get("catalog"))
-    category_id = _int_or_none(request.GET.get("category"))
+    try:
+        catalog_id, category_id = (optional_id(request.GET, name) for name in ("catalog", "category"))
+    except ParameterError as exc:
+        return render(request, "400.html", {"message": f"Cannot filter the products: {exc}"}, status=400)
     query = request.GET.get("q", "").strip()
     products = Product.objects.select_related("catalog", "category").order_by("catalog__name", "sku")
     if catalog_id:

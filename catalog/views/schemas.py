@@ -5,6 +5,7 @@ import json
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.roles import ADMIN, REVIEWER, role_required
@@ -21,6 +22,7 @@ from catalog.schemas import (
     do_update_attribute,
     schema_to_dict,
 )
+from slotwise.params import ParameterError, optional_version
 
 
 def _list_context(form=None, import_form=None) -> dict:
@@ -118,7 +120,10 @@ def schema_version(request, pk: int, version: int):
 @role_required(ADMIN, REVIEWER)
 def schema_export(request, pk: int):
     category = get_object_or_404(Category, pk=pk)
-    wanted = request.GET.get("version")
+    try:
+        wanted = optional_version(request.GET, "version")
+    except ParameterError as exc:
+        return render(request, "400.html", {"message": f"Cannot export the schema: {exc}"}, status=400)
     schema = category.schema_versions.filter(version=wanted).first() if wanted else category.current_schema
     if schema is None:
         raise Http404("no such schema version")
@@ -126,7 +131,9 @@ def schema_export(request, pk: int):
         json.dumps(schema_to_dict(schema), indent=2, ensure_ascii=False), content_type="application/json"
     )
     filename = f"{category.name.lower().replace(' ', '-')}-v{schema.version}.json"
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    # Django's own header builder escapes a quote and encodes what is not ASCII (RFC 6266): a name
+    # never breaks the header (names are printable besides, slotwise/names.py).
+    response["Content-Disposition"] = content_disposition_header(True, filename)
     return response
 
 

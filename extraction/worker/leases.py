@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Min
 from django.utils import timezone
 
@@ -148,7 +148,7 @@ def record_results(
             )
             open_reviews(rows)  # bulk_create set each row's pk, the upserted ones' included
             if settings.EXTRACTION_DRILL_WRITE_PAUSE_SECONDS:
-                time.sleep(settings.EXTRACTION_DRILL_WRITE_PAUSE_SECONDS)  # the drill kills the worker here
+                _pause_for_the_drill()
         finished = {"lease_expires_at": None, "finished_at": now, "done_by": owner, "writes": F("writes") + 1}
         WorkItem.objects.filter(id__in=done_ids).update(status=WorkItem.Status.DONE, error="", **finished)
         for item_id, error in failed:
@@ -164,6 +164,21 @@ def record_results(
         )
         _finish_if_complete(run_id, now)
     return len(ours)
+
+
+# The name a worker's connection carries while the drill's pause holds its write transaction open:
+# the drill finds its victim by this marker in pg_stat_activity, whatever statement came last.
+DRILL_WRITE_MARKER = "slotwise-drill-write-pause"
+
+
+def _pause_for_the_drill() -> None:
+    """Wait inside the write transaction (values inserted, not committed) so the drill can kill us.
+
+    SET LOCAL names the connection for this transaction only: a commit or a rollback (the backend
+    ending with the killed worker) takes the name away with it."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('application_name', %s, true)", [DRILL_WRITE_MARKER])
+    time.sleep(settings.EXTRACTION_DRILL_WRITE_PAUSE_SECONDS)  # the drill kills the worker here
 
 
 def release_own_leases(item_ids: list[int], owner: str) -> int:

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from catalog.models import Catalog, Category, Product
 from review.blind import AlreadyLabelled, BlindLabelError, Selection, do_blind_label, fields_of
 from review.views.common import bad_request, reviewers_only
+from slotwise.params import ParameterError, optional_id
 
 
 class SelectionError(ValueError):
@@ -18,12 +19,10 @@ class SelectionError(ValueError):
 
 
 def _id(params, name: str) -> int | None:
-    raw = (params.get(name) or "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit():
-        raise SelectionError(f"{name}: expected a number, got {raw!r}")
-    return int(raw)
+    try:
+        return optional_id(params, name)
+    except ParameterError as exc:
+        raise SelectionError(str(exc)) from None
 
 
 def _selection(params) -> Selection:

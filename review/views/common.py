@@ -27,7 +27,11 @@ def bad_request(message: str) -> HttpResponseBadRequest:
 
 
 def safe_next(request, target: str) -> str:
-    """`target` when it is a page of this site, else "" (never an open redirect or a javascript: link)."""
+    """`target` when it is a page of this site, else "" (never an open redirect or a javascript: link).
+
+    Only a path from the site's root: redirect() would take a bare word ("²") for a URL name."""
+    if not target.startswith("/"):
+        return ""
     ok = url_has_allowed_host_and_scheme(
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     )

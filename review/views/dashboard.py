@@ -2,11 +2,12 @@
 calibration of the confidences) per attribute and category, speed and cost, per run."""
 
 import json
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django.db.models import Count
 from django.http import StreamingHttpResponse
 from django.shortcuts import render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET
 
 from extraction.models import Run
@@ -15,8 +16,8 @@ from review.ave import gold_records
 from review.charts import grouped_bars, reliability_diagram
 from review.models import GoldValue
 from review.views.common import bad_request, reviewers_only, settings_of
+from slotwise.params import ParameterError, optional_id, optional_price
 
-MAX_PRICE = Decimal("10000")
 # The per-attribute chart shows the attributes with the most gold: a bar needs gold to mean anything,
 # and dozens of attributes with a handful of pairs each made a chart of dashes. The table has all.
 CHART_MAX_GROUPS = 12
@@ -24,16 +25,8 @@ PRICE_FIELDS = {quality.GPU: "price", quality.CPU: "cpu_price"}
 
 
 def _price_field(request, field: str, fallback: Decimal) -> Decimal:
-    raw = (request.GET.get(field) or "").strip()
-    if not raw:
-        return fallback
-    try:
-        price = Decimal(raw)
-    except InvalidOperation:
-        raise ValueError(f"{field}: {raw!r} is not a number") from None
-    if not Decimal(0) <= price <= MAX_PRICE:
-        raise ValueError(f"{field}: {raw} is outside 0 to {MAX_PRICE} per hour")
-    return price
+    price = optional_price(request.GET, field)
+    return fallback if price is None else price
 
 
 def _prices(request) -> dict[str, Decimal]:
@@ -118,13 +111,14 @@ def _reliability(columns):
 def dashboard(request):
     try:
         prices = _prices(request)
-    except ValueError as exc:
+    except ParameterError as exc:
         return bad_request(f"Cannot price the runs: {exc}")
+    try:
+        run_id = optional_id(request.GET, "run")
+    except ParameterError as exc:
+        return bad_request(f"Cannot show the run: {exc}")
     runs = Run.objects.filter(values__isnull=False).distinct().order_by("-created_at", "-id")
-    raw_run = request.GET.get("run", "")
-    if raw_run and not raw_run.isdigit():
-        return bad_request(f"run: expected a number, got {raw_run!r}")
-    run = runs.filter(pk=int(raw_run)).first() if raw_run else runs.first()
+    run = runs.filter(pk=run_id).first() if run_id is not None else runs.first()
     labels = dict(GoldValue.Provenance.choices)
     gold_kinds = [
         (labels[row["provenance"]], row["n"])
@@ -156,5 +150,5 @@ def gold_download(request):
     """All gold as AVE JSON lines (what `manage.py export_gold` writes), for fine-tuning."""
     lines = (json.dumps(record, ensure_ascii=False) + "\n" for record in gold_records())
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
-    response["Content-Disposition"] = 'attachment; filename="gold-ave.jsonl"'
+    response["Content-Disposition"] = content_disposition_header(True, "gold-ave.jsonl")
     return response

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_POST
 
 from review import bulk, exports, tasks
@@ -83,7 +84,7 @@ def start_export(request):
         out = io.StringIO()
         exports.write_export(out, queue_filter, fmt, shape)
         response = HttpResponse(out.getvalue(), content_type=CONTENT_TYPES[fmt])
-        response["Content-Disposition"] = f'attachment; filename="approved-values-{shape}.{fmt}"'
+        response["Content-Disposition"] = content_disposition_header(True, f"approved-values-{shape}.{fmt}")
         return response
     job = exports.do_create_export(queue_filter, fmt, shape, request.user)
     transaction.on_commit(lambda: tasks.run_export.delay(job.pk))

@@ -1,6 +1,6 @@
 """A reviewer's own settings: keyboard shortcuts and the GPU price the dashboard uses."""
 
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from django.contrib import messages
 from django.shortcuts import render
@@ -8,20 +8,16 @@ from django.views.decorators.http import require_http_methods
 
 from review import shortcuts
 from review.views.common import redirect_back, reviewers_only, safe_next, settings_of
-from review.views.dashboard import MAX_PRICE
+from slotwise.params import ParameterError, optional_price
+
+PRICE_FIELD = "gpu_price_per_hour"
 
 
-def _clean_price(raw: str) -> tuple[Decimal | None, str]:
-    raw = raw.strip()
-    if not raw:
-        return None, ""
+def _clean_price(params) -> tuple[Decimal | None, str]:
     try:
-        price = Decimal(raw)
-    except InvalidOperation:
-        return None, f"{raw!r} is not a number"
-    if not Decimal(0) <= price <= MAX_PRICE:
-        return None, f"{raw} is outside 0 to {MAX_PRICE} per hour"
-    return price.quantize(Decimal("0.01")), ""
+        return optional_price(params, PRICE_FIELD), ""
+    except ParameterError as exc:
+        return None, str(exc).removeprefix(f"{PRICE_FIELD}: ")
 
 
 @require_http_methods(["GET", "POST"])
@@ -33,15 +29,15 @@ def reviewer_settings(request):
     price_text = "" if user_settings.gpu_price_per_hour is None else str(user_settings.gpu_price_per_hour)
     if request.method == "POST":
         submitted = {action: request.POST.get(f"key_{action}", "") for action in shortcuts.ACTIONS}
-        price_text = request.POST.get("gpu_price_per_hour", "")
-        price, price_error = _clean_price(price_text)
+        price_text = request.POST.get(PRICE_FIELD, "")
+        price, price_error = _clean_price(request.POST)
         try:
             cleaned = shortcuts.validate(submitted)
         except shortcuts.ShortcutError as exc:
             errors = dict(exc.errors)
             keys = submitted
         if price_error:
-            errors["gpu_price_per_hour"] = price_error
+            errors[PRICE_FIELD] = price_error
         if not errors:
             user_settings.shortcuts = {a: k for a, k in cleaned.items() if k != shortcuts.defaults()[a]}
             user_settings.gpu_price_per_hour = price

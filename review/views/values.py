@@ -13,6 +13,7 @@ from review.models import ValueEvent
 from review.rows import fresh_row, make_row
 from review.transition import ReviewConflict, shown_value
 from review.views.common import bad_request, redirect_back, reviewers_only, shortcut_keys
+from slotwise.params import ParameterError, whole_number
 
 ROW_ACTIONS = {
     ValueEvent.Action.ACCEPT,
@@ -35,13 +36,14 @@ def review_value(request, value_id: int):
     action = request.POST.get("action", "")
     # The edit box travels with every action; only a correction means what is typed in it.
     text = request.POST.get("value") if action == ValueEvent.Action.CORRECT else None
-    version = request.POST.get("version", "")
     if action not in ROW_ACTIONS:
         return bad_request(f"action: {action!r} is not one of {', '.join(sorted(ROW_ACTIONS))}")
-    if not version.isdigit():
-        return bad_request("version: the form must send the version of the value it shows")
     try:
-        do_review(value_id, int(version), action, request.user, text=text)
+        version = whole_number(request.POST, "version")
+    except ParameterError as exc:
+        return bad_request(f"{exc}: the form must send the version of the value it shows")
+    try:
+        do_review(value_id, version, action, request.user, text=text)
     except ExtractedValue.DoesNotExist:
         raise Http404(f"there is no value {value_id}") from None
     except ReviewConflict as exc:

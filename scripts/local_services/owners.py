@@ -43,10 +43,12 @@ def postgres_on(port: int) -> Listener | None:
             data_dir, backend = conn.execute(
                 "SELECT current_setting('data_directory'), pg_backend_pid()"
             ).fetchone()
+            # The connection's backend is a child of the postmaster, whose pid postmaster.pid holds.
+            # Read while the connection is open: once closed, the backend exits and /proc forgets it.
+            postmaster = _parent_pid(backend)
     except psycopg.Error:
         return Listener(port, None, None)  # not a trust-auth pgserver: someone else's
-    # The connection's backend is a child of the postmaster, whose pid postmaster.pid holds.
-    return Listener(port, Path(data_dir), _parent_pid(backend))
+    return Listener(port, Path(data_dir), postmaster)
 
 
 def redis_on(port: int) -> Listener | None:

@@ -7,6 +7,7 @@ import pytest
 from axes.models import AccessAttempt
 from django.conf import settings
 from django.core.management import call_command
+from django.db.models import F
 from django.urls import reverse
 
 WRONG = "not the password"
@@ -98,3 +99,19 @@ def test_the_admin_sign_in_is_throttled_too(client, alice, password):
     response = client.post(reverse("admin:login"), {"username": "alice", "password": password})
     body = response.content.decode().replace("\xa0", " ")
     assert response.status_code == 429 and "Sign-in locked for 15 minutes" in body
+
+
+def test_failures_during_the_lock_do_not_extend_it(client, bob, password):
+    """Issue 31: one wrong attempt every 20 s kept bob locked for ever with a 1-minute cool-off."""
+    fail_until_locked(client)
+    locked_at = AccessAttempt.objects.get().attempt_time
+    # Near the end of the cool-off, someone at the same address tries again (and again).
+    AccessAttempt.objects.update(attempt_time=locked_at - settings.AXES_COOLOFF_TIME + timedelta(seconds=30))
+    assert sign_in(client, WRONG).status_code == 429
+    assert sign_in(client, WRONG).status_code == 429
+    # 31 s later the cool-off the lock began with has passed, and bob signs in.
+    AccessAttempt.objects.update(attempt_time=F("attempt_time") - timedelta(seconds=31))
+
+    response = sign_in(client, password)
+    assert response.status_code == 302 and response["Location"] == reverse("home")
+    assert signed_in_as(client) == "bob"

@@ -46,7 +46,8 @@ BAD_ROWS = [
     (
         "A8,Big TV,,TV,Acme,huge,black",
         "screen size",
-        "'huge' is not a number (Screen size is a number attribute)",
+        "'huge' is not a number (Screen size is a number attribute): write digits 0-9, at most 15 of "
+        "them and 6 decimals after one point or comma, then the unit (no exponent, no hex)",
     ),
     ("A9,Pink TV,,TV,Acme,55,pink", "colour", "'pink' is not an allowed value of Colour (black, silver)"),
     ("A10,Short row,TV", "(whole row)", "has 3 fields; the header has 7"),

@@ -112,7 +112,9 @@ def test_it_computes_speed_and_cost_on_the_device_the_run_used(client_for, bob):
     assert '<td class="cost">– <span class="muted small">(the device was not recorded)</span>' in body
     for field in ("price", "cpu_price"):
         response = client.get(reverse("review:dashboard"), {"run": scene.run.pk, field: "cheap"})
-        assert response.status_code == 400 and f"{field}: &#x27;cheap&#x27;" in response.content.decode()
+        body = response.content.decode()
+        assert response.status_code == 400 and f"{field}: expected a price per hour" in body
+        assert "got &#x27;cheap&#x27;" in body
 
 
 def test_the_default_prices_come_from_settings(client_for, bob, settings):

@@ -167,3 +167,15 @@ def test_a_broken_record_or_port_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("SLOTWISE_PG_PORT", "54x")
     with pytest.raises(ServicesError, match="SLOTWISE_PG_PORT='54x' is not a port number"):
         local_ports.ports(checkout)
+
+
+def test_the_postmaster_pid_is_found_every_time():
+    """Issue 31: 2 of 40 `make services` calls rejected the checkout's own PostgreSQL ("pid None"):
+    /proc was read after the probed backend had exited."""
+    db = settings.DATABASES["default"]
+    first = owners.postgres_on(int(db["PORT"] or 5432))
+    if db["HOST"] not in {"127.0.0.1", "localhost"} or first is None or first.data_dir is None:
+        pytest.skip("DATABASE_URL is not a local PostgreSQL started by scripts/services.py")
+    postmaster = checkout_files._pid_in(first.data_dir / "postmaster.pid")
+    pids = [owners.postgres_on(first.port).pid for _ in range(60)]
+    assert pids == [postmaster] * 60

@@ -28,6 +28,10 @@ def chromium_page(accept_downloads: bool = True):
             headless=True,
             args=CHROMIUM_ARGS,
             accept_downloads=accept_downloads,
+            # Playwright's own predicates (wait_for_function) are evaluated as strings, which the
+            # site's Content-Security-Policy forbids; tests/web/test_security_headers.py checks that
+            # the pages need nothing the policy refuses (no inline script or handler).
+            bypass_csp=True,
         )
         context.set_default_timeout(20_000)
         try:

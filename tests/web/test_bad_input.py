@@ -114,6 +114,13 @@ CASES = [
     bad_file("JSON object after a BOM", b'\xef\xbb\xbf\n  {"sku": "A1"}', "This file looks like JSON, not CSV."),
     bad_file("UTF-16 (little-endian)", "sku,title\nA1,Caf\u00e9\n".encode("utf-16"), "The file is UTF-16 encoded"),
     bad_file("UTF-16 (big-endian)", b"\xfe\xff" + "sku,title\nA1,Caf\u00e9\n".encode("utf-16-be"), "The file is UTF-16 encoded"),
+    bad_file("UTF-32 (little-endian)", "sku,title\nA1,Caf\u00e9\n".encode("utf-32"), "The file is UTF-32 encoded"),
+    bad_file("blank lines before the header", "\n\n" + HEADER + ROWS, "Line 1 is blank: the header row"),
+    bad_file(
+        "an escape sequence in one cell",
+        HEADER + "A1,Bad \x1b[31mred TV,TV\n",
+        "control character 0x1b (ESC) at line 2 (byte offset 26)",
+    ),
     bad_file(
         "UTF-8 marker, Latin-1 text",
         b"\xef\xbb\xbfsku,title\nA1,caf\xe9\n",
@@ -331,7 +338,8 @@ def changes_between(before: dict, after: dict) -> int:
 
 
 class _Alerts(HTMLParser):
-    """The text of the elements a user reads as errors: role="alert" or an error class."""
+    """The text of the elements a user reads as errors: role="alert", an error class, or the list
+    of errors Django's forms put beside a field."""
 
     VOID = {"br", "hr", "img", "input", "link", "meta", "option"}
 
@@ -348,7 +356,7 @@ class _Alerts(HTMLParser):
             return
         attributes = dict(attrs)
         classes = (attributes.get("class") or "").split()
-        if attributes.get("role") == "alert" or {"error", "form-error"} & set(classes):
+        if attributes.get("role") == "alert" or {"error", "form-error", "errorlist"} & set(classes):
             self.depth = 1
             self.texts.append("")
 

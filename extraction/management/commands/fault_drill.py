@@ -6,8 +6,10 @@ Cases (extraction/drill_cases.py): kill_and_redis (a worker SIGKILLed mid-batch,
 postgres_restart, kill_while_writing (SIGKILL inside the write transaction), model_removed (the
 model directory deleted mid-run). Prints ONE JSON line per case: case, products, values_expected,
 values_stored, lost, duplicated, failed, seconds, what the drill did, run_page (what the run page
-says happened), page_says_what_happened, ok. Exits 1 when a case lost or duplicated anything, its
-run did not finish, or its run page does not say what happened. Worker logs go to .data/drill/.
+says happened), page_says_what_happened, error, ok. A case that breaks (say, it cannot find the
+moment to strike) still prints its line, with `error` saying why, and the drill goes on. Exits 1
+when a case lost or duplicated anything, its run did not finish, its run page does not say what
+happened, or it broke. Worker logs go to .data/drill/.
 
 It restarts only this checkout's PostgreSQL and Redis (scripts/services.py checks whose they are):
 run it in a checkout of its own, never beside servers others use. The model defaults to the small
@@ -15,12 +17,15 @@ fast models/slotwise-ave.
 """
 
 import json
+import logging
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from extraction import drill
 from extraction.drill_cases import CASE_CLASSES, CASES, Setup
+
+log = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -55,7 +60,11 @@ class Command(BaseCommand):
         )
         failed = []
         for name in chosen:
-            result = CASE_CLASSES[name](setup).run()
+            try:
+                result = CASE_CLASSES[name](setup).run()
+            except Exception as exc:  # noqa: BLE001 - one broken case must not hide the cases after it
+                log.exception("fault drill case %s broke", name)
+                result = {"case": name, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
             self.stdout.write(json.dumps(result))
             if not result["ok"]:
                 failed.append(name)

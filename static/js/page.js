@@ -1,0 +1,9 @@
+// Behaviour every page may use, without inline handlers (the Content-Security-Policy forbids them):
+// <form data-ask="Question?"> asks before it is sent; <select data-autosubmit> sends its form.
+document.addEventListener("submit", (event) => {
+  const form = event.target.closest && event.target.closest("form[data-ask]");
+  if (form && !window.confirm(form.dataset.ask)) event.preventDefault();
+});
+document.addEventListener("change", (event) => {
+  if (event.target.matches && event.target.matches("select[data-autosubmit]")) event.target.form.requestSubmit();
+});
