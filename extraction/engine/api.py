@@ -215,8 +215,7 @@ class Extractor:
         # confidence temperatures per decoder (slotwise.json "calibration"), applied in extract()
         self.temperatures: dict[str, float] = calibration_temperatures(stored.get("calibration"), extractive)
         self.na_temperatures: dict[str, float] = na_temperatures(stored.get("calibration"), extractive)
-        # enumerations list their values in the prompt only for a model trained so
-        self.enum_values_in_prompt: bool = bool(stored.get("enum_values_in_prompt", False))
+        self.enum_values_in_prompt: bool = bool(stored.get("enum_values_in_prompt", False))  # trained so
         self.calibrate: bool = calibrate
         # attributes whose values end on a word / compound boundary (slotwise.json, measured on the
         # training data); extractive decoding lets them end only there
