@@ -18,7 +18,7 @@ from django.db.models import OuterRef, Q, Subquery
 
 from extraction.engine import calibration, metric
 from extraction.models import Run
-from review.bootstrap import f1_interval
+from review.bootstrap import MIN_PRODUCTS, f1_interval
 from review.filters import partner_of
 from review.models import GoldValue
 
@@ -218,18 +218,26 @@ class Column:
     run: Run
     report: metric.Report
     gold: GoldUsed
-    interval: tuple[float, float] | None
+    products: int  # products the F1 rests on
+    interval: tuple[float, float] | None  # None under bootstrap.MIN_PRODUCTS products
     calibration: Calibration
     speed: Speed
+
+    @property
+    def products_missing(self) -> int:
+        """Products with gold still missing before an interval is given."""
+        return max(MIN_PRODUCTS - self.products, 0)
 
 
 def column(run: Run, prices: dict[str, Decimal]) -> Column:
     pairs = gold_pairs(run)
+    per_product = per_product_counts(pairs)
     return Column(
         run=run,
         report=metric.evaluate(pair_rows(pairs)),
         gold=gold_used(run, pairs),
-        interval=f1_interval(per_product_counts(pairs)),
+        products=len(per_product),
+        interval=f1_interval(per_product),
         calibration=run_calibration(pairs),
         speed=run_speed(run, prices),
     )
