@@ -7,6 +7,7 @@ import pytest
 from evaluation.models import Vote
 from extraction.models import ExtractedValue, Run
 from review.models import GoldValue
+from review.opening import open_reviews
 from tests.support.ab_factories import make_campaign, make_two_runs
 from tests.support.browser import chromium_page, sign_in
 from tests.support.factories import make_run, make_scenario, make_values
@@ -53,6 +54,7 @@ def test_auto_accept_refuses_without_blind_gold_then_offers_a_threshold_that_ski
     values = sorted(scene.values, key=lambda v: v.product.sku)
     cut = values[0]
     ExtractedValue.objects.filter(pk=cut.pk).update(truncated=True)
+    open_reviews(ExtractedValue.objects.filter(pk=cut.pk))  # as the worker writing it does
     with chromium_page() as page:
         page.on("dialog", lambda dialog: dialog.accept())
         sign_in(page, live_server.url, "alice", password)
@@ -90,6 +92,9 @@ def test_auto_accept_refuses_without_blind_gold_then_offers_a_threshold_that_ski
         row.locator("button.auto-accept").click()
         page.wait_for_url(lambda url: "/review/queue/" in url)
         page.wait_for_selector(".msg-success:has-text('Accepted 44 values')")
+        # back in the queue, the cut value comes first, marked, still pending
+        first_row = page.locator("#value-list .vrow").first
+        assert first_row.get_attribute("id") == f"value-{cut.pk}" and first_row.locator(".cut").count() == 1
     statuses = dict(ExtractedValue.objects.filter(run=scene.run).values_list("pk", "review__status"))
     assert statuses.pop(cut.pk) == "pending"  # cut by the token budget: never auto-accepted
     assert sorted(statuses.values()) == ["accepted"] * 44 + ["pending"] * 15
