@@ -19,6 +19,7 @@ from extraction.worker import decoding, incidents
 from extraction.worker.failures import do_record_load_failure
 from extraction.worker.leases import (
     ItemOutcome,
+    cancel_own_leases,
     lease_batch,
     next_run_with_takeable_work,
     record_results,
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 
 # Upper bound on one idle wait, so a cancelled or finished run is noticed soon.
 MAX_IDLE_WAIT_SECONDS = 5.0
+# How often a decoding batch asks whether its run was cancelled (between forward steps).
+CANCEL_CHECK_SECONDS = 1.0
 # What a PostgreSQL restart or a dropped connection raises.
 DATABASE_ERRORS = (OperationalError, InterfaceError)
 RECONNECT_INTERVAL_SECONDS = 1.0
@@ -156,6 +159,25 @@ def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
             recover_from_database_loss(run_id, owner, held, exc)
 
 
+def run_stopped(run_id: int, every: float = CANCEL_CHECK_SECONDS):
+    """A should_stop for the engine: True once the run is no longer active (cancelled, failed),
+    asking PostgreSQL at most every `every` seconds. A lost connection answers False: the batch goes
+    on, and the write after it meets the loss as it would anyway."""
+    asked_at = time.monotonic()
+
+    def should_stop() -> bool:
+        nonlocal asked_at
+        if time.monotonic() - asked_at < every:
+            return False
+        asked_at = time.monotonic()
+        try:
+            return not Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).exists()
+        except DATABASE_ERRORS:
+            return False
+
+    return should_stop
+
+
 def _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, attributes, held) -> bool:
     """Lease, decode and record one batch (its item ids go into `held` as soon as it is leased);
     False when the run is over."""
@@ -179,10 +201,15 @@ def _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, attribut
         attributes[schema_id] = decoding.attribute_specs(schema_id)
     totals = None
     if todo:
-        with LeaseHeartbeat([item.id for item in items], owner, lease_seconds):
-            decoded, totals = decoding.decode_items(
-                extractor, todo, attributes[schema_id], run.decoder, stack
-            )
+        try:
+            with LeaseHeartbeat([item.id for item in items], owner, lease_seconds):
+                decoded, totals = decoding.decode_items(
+                    extractor, todo, attributes[schema_id], run.decoder, stack, run_stopped(run_id)
+                )
+        except decoding.Cancelled:
+            cancelled = cancel_own_leases(run_id, [item.id for item in items], owner)
+            log.info("run %s stopped: gave up a batch mid-decode, %d products cancelled", run_id, cancelled)
+            return False
         outcomes += decoded
     written = record_results(run_id, owner, outcomes, totals)
     if written < len(items):
