@@ -72,7 +72,12 @@ def _apply_chunk(job: BulkAction, ids: list[int]) -> tuple[int, int]:
         rows = list(locked_values().filter(eligible(job.action), pk__in=ids).order_by("pk"))
         for value in rows:
             review_locked(
-                value, value.review.version, job.action, job.created_by, recorded_as=EVENT[job.action]
+                value,
+                value.review.version,
+                job.action,
+                job.created_by,
+                recorded_as=EVENT[job.action],
+                bulk=job,
             )
     return len(rows), len(ids) - len(rows)
 

@@ -81,6 +81,10 @@ class ValueEvent(models.Model):
     # The value's version after this change: an undo is only safe while nobody changed it since.
     version_after = models.PositiveIntegerField()
     undone = models.BooleanField(default=False)
+    # The bulk action this change was part of: undo takes back the whole bulk action at once.
+    bulk = models.ForeignKey(
+        "BulkAction", null=True, blank=True, related_name="events", on_delete=models.SET_NULL
+    )
 
     class Meta:
         ordering = ["-at", "-id"]

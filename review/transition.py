@@ -60,10 +60,12 @@ def transition(
     user,
     action: str,
     attempted: str = "",
+    bulk=None,
 ) -> ValueEvent:
     """Move `value` (locked by the caller, see locked_values) to `status` with `reviewed` as the
-    reviewer's value; `action` is what the history records. Raises ReviewConflict when
-    `seen_version` is stale, `attempted` being the input to keep for the reviewer."""
+    reviewer's value; `action` is what the history records, `bulk` the BulkAction it is part of.
+    Raises ReviewConflict when `seen_version` is stale, `attempted` being the input to keep for the
+    reviewer."""
     review = value.review
     old_status, old_shown = review.status, shown_value(value)
     now = timezone.now()
@@ -93,6 +95,7 @@ def transition(
         old_value=old_shown,
         new_value=shown_value(value),
         version_after=review.version,
+        bulk=bulk,
     )
     # A bulk accept makes no gold (review/gold.py), so it never replaces gold a reviewer typed in;
     # an undo puts back a state whose history says how it was made.
