@@ -12,6 +12,7 @@ import time
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
+from django.utils import timezone
 
 from extraction.models import Run
 from extraction.services import kick_run
@@ -124,6 +125,7 @@ def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
     if run is None or not run.is_active:
         return True
     device = settings.SLOTWISE_DEVICE
+    set_phase(run_id, Run.Phase.LOADING)
     try:
         extractor = decoding.extractor_for(run.model_dir, device)
     except decoding.LoadFailedRecently:
@@ -157,6 +159,11 @@ def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
                 return True
         except DATABASE_ERRORS as exc:
             recover_from_database_loss(run_id, owner, held, exc)
+
+
+def set_phase(run_id: int, phase: str) -> None:
+    """Say on the run what this worker does with it now (the run pages show it in words)."""
+    Run.objects.filter(pk=run_id).exclude(phase=phase).update(phase=phase, phase_since=timezone.now())
 
 
 def run_stopped(run_id: int, every: float = CANCEL_CHECK_SECONDS):
@@ -200,6 +207,7 @@ def _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, attribut
     if schema_id not in attributes:
         attributes[schema_id] = decoding.attribute_specs(schema_id)
     totals = None
+    set_phase(run_id, Run.Phase.DECODING)
     if todo:
         try:
             with LeaseHeartbeat([item.id for item in items], owner, lease_seconds):
@@ -211,7 +219,9 @@ def _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, attribut
             log.info("run %s stopped: gave up a batch mid-decode, %d products cancelled", run_id, cancelled)
             return False
         outcomes += decoded
+    set_phase(run_id, Run.Phase.WRITING)
     written = record_results(run_id, owner, outcomes, totals)
+    set_phase(run_id, Run.Phase.DECODING)
     if written < len(items):
         log.warning(
             "run %s: %d of %d leases were taken over before recording",
