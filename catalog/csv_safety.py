@@ -12,12 +12,17 @@ from collections.abc import Iterable, Iterator
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
+def looks_like_formula(text: str) -> bool:
+    """Whether a spreadsheet would read this cell as a formula (the import warns of such titles)."""
+    return str(text).startswith(FORMULA_STARTS)
+
+
 def safe_cell(value) -> str:
     """The value as text a spreadsheet shows as text; None becomes an empty cell."""
     if value is None:
         return ""
     text = str(value)
-    if text.startswith(FORMULA_STARTS):
+    if looks_like_formula(text):
         return "'" + text
     return text
 

@@ -6,6 +6,7 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS
 
+from catalog import budgets
 from catalog.models import Attribute, Catalog, Category
 from catalog.schemas import MAX_TOKEN_BUDGET, AttributeData
 from slotwise.names import validate_name
@@ -28,7 +29,16 @@ class AttributeForm(forms.Form):
     allowed_values = forms.CharField(
         required=False, help_text="Enumerations only: the values, separated by commas."
     )
-    max_tokens = forms.IntegerField(min_value=1, max_value=MAX_TOKEN_BUDGET, initial=12, label="Token budget")
+    max_tokens = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_TOKEN_BUDGET,
+        required=False,
+        label="Longest value (tokens)",
+        help_text=(
+            "How long a value may be, in tokens (about 3 characters each); a longer one is cut short. "
+            "Leave empty to size it from the model's training data and this category's known values."
+        ),
+    )
     required = forms.BooleanField(required=False)
     free = forms.BooleanField(
         required=False,
@@ -47,8 +57,11 @@ class AttributeForm(forms.Form):
         cleaned["allowed_values"] = values
         return cleaned
 
-    def to_data(self) -> AttributeData:
+    def to_data(self, category: Category) -> AttributeData:
+        """The attribute; left empty, its size comes from catalog/budgets.py."""
         c = self.cleaned_data
+        if not c["max_tokens"]:
+            c["max_tokens"] = budgets.suggested(category, c["name"]).tokens
         return AttributeData(
             name=c["name"],
             description=c["description"],

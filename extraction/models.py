@@ -23,6 +23,11 @@ class Run(models.Model):
         CANCELLED = "cancelled", "Cancelled"
         FAILED = "failed", "Failed"
 
+    class Phase(models.TextChoices):
+        LOADING = "loading", "Loading the model"
+        DECODING = "decoding", "Decoding"
+        WRITING = "writing", "Writing values"
+
     # a run whose work may still be leased and decoded (the one definition)
     ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
 
@@ -58,6 +63,9 @@ class Run(models.Model):
     tokens_decoded = models.BigIntegerField(default=0)
     engine_seconds = models.FloatField(default=0.0)
     error = models.TextField(blank=True, help_text="Why the run stopped, when it did not finish.")
+    # What a worker is doing with the run now (Phase), and since when: the run pages say it in words.
+    phase = models.CharField(max_length=10, blank=True)
+    phase_since = models.DateTimeField(null=True, blank=True)
     # When a wake-up message was last sent; the reaper uses it so a stalled run is kicked, not spammed.
     last_kick_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)

@@ -230,7 +230,9 @@ def kick_stalled_runs() -> list[int]:
 
 
 def do_cancel_run(run_id: int) -> Run | None:
-    """Cancel queued work; batches already leased finish and are recorded, no new ones start."""
+    """Cancel queued work; a batch being decoded stops at its next forward step (its worker asks
+    about once a second, extraction/worker/loop.py run_stopped) and its products are cancelled too,
+    so the worker takes the next run within seconds. A batch already being written is recorded."""
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()
         if run is None or not run.is_active:

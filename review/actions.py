@@ -5,6 +5,8 @@ change only if nobody changed the value meanwhile; otherwise the caller gets Rev
 carrying the value as it is now.
 """
 
+from dataclasses import dataclass
+
 from django.db import transaction
 
 from extraction.domain import NA
@@ -56,13 +58,16 @@ def review_locked(
     user,
     text: str | None = None,
     recorded_as: str | None = None,
+    bulk=None,
 ) -> ExtractedValue:
     """`action` on `value` (locked by the caller's transaction): its target state, through the
     one transition. `recorded_as` names the history action when it differs from `action` (a bulk
-    accept is recorded as bulk_accept)."""
+    accept is recorded as bulk_accept), `bulk` the BulkAction it belongs to."""
     status, reviewed = _target(action, value, text)
     attempted = (text or "") if action == Action.CORRECT else ""
-    transition(value, seen_version, status, reviewed, user, recorded_as or action, attempted=attempted)
+    transition(
+        value, seen_version, status, reviewed, user, recorded_as or action, attempted=attempted, bulk=bulk
+    )
     return value
 
 
@@ -73,26 +78,93 @@ def do_review(value_id: int, seen_version: int, action: str, user, text: str | N
 
 
 def last_undoable(user) -> ValueEvent | None:
-    """The user's newest single-value change that has not been undone yet."""
+    """The user's own newest change, single or part of a bulk action, not undone yet."""
     return (
         ValueEvent.objects.filter(actor=user, undone=False)
-        .exclude(action__in=(Action.UNDO, Action.BULK_ACCEPT, Action.BULK_REJECT))
-        .select_related("value")
+        .exclude(action=Action.UNDO)
+        .select_related("value", "bulk")
         .first()
     )
 
 
-def do_undo(user) -> tuple[ExtractedValue, ValueEvent]:
-    """Put back the value the user changed last, as it was before that change."""
+# How the undo message names the change it took back.
+CHANGE_WORDS = {
+    Action.ACCEPT: "acceptance",
+    Action.CORRECT: "correction",
+    Action.REJECT: "rejection",
+    Action.SET_NA: "n/a",
+}
+
+
+@dataclass
+class Undone:
+    """What an undo took back, in words for the reviewer: one value, or a bulk action's values."""
+
+    text: str
+    value: ExtractedValue | None = None  # the one value, for a single change
+    count: int = 0
+    skipped: int = 0  # values of a bulk action someone changed since: left as they are
+
+
+def changed_since(value: ExtractedValue, event: ValueEvent) -> bool:
+    """Whether a change still standing came after `event` (undos, and changes they took back, do
+    not count: undoing in turn walks back through them)."""
+    return (
+        value.events.filter(version_after__gt=event.version_after, undone=False)
+        .exclude(action=Action.UNDO)
+        .exists()
+    )
+
+
+def _take_back(value: ExtractedValue, event: ValueEvent, user) -> ValueEvent:
+    """Put `value` back as it was before `event` (the caller checked nothing changed it since)."""
+    restored = event.old_value if event.old_status in APPROVED else ""
+    event.undone = True
+    event.save(update_fields=["undone"])
+    return transition(value, value.review.version, event.old_status, restored, user, Action.UNDO)
+
+
+def do_undo(user) -> Undone:
+    """Take back the user's own last action: one value as it was, or every value of a bulk action
+    that nobody changed since. Raises NothingToUndo, or ReviewConflict when the one value was
+    changed by someone since."""
     with transaction.atomic():
         event = last_undoable(user)
         if event is None:
             raise NothingToUndo("nothing to undo: you have not changed any value yet")
+        if event.bulk_id is not None:
+            return _undo_bulk(event.bulk, user)
         value = locked_values().get(pk=event.value_id)
-        if value.review.version != event.version_after:
+        if changed_since(value, event):
             raise ReviewConflict(value)
-        restored = event.old_value if event.old_status in APPROVED else ""
-        event.undone = True
-        event.save(update_fields=["undone"])
-        undo = transition(value, value.review.version, event.old_status, restored, user, Action.UNDO)
-    return value, undo
+        undo = _take_back(value, event, user)
+        where = f"{value.attribute.name} of {value.product.sku} (run #{value.run_id})"
+        text = (
+            f"Undone your {CHANGE_WORDS.get(event.action, event.action)} of {where}: it is "
+            f"{undo.new_value!r} ({value.review.get_status_display().lower()}) again."
+        )
+        return Undone(text, value=value, count=1)
+
+
+def _undo_bulk(job, user) -> Undone:
+    events = list(
+        job.events.filter(actor=user, undone=False).exclude(action=Action.UNDO).order_by("value_id")
+    )
+    values = locked_values().in_bulk([e.value_id for e in events])
+    count = skipped = 0
+    for event in events:
+        value = values[event.value_id]
+        if changed_since(value, event):
+            skipped += 1
+            event.undone = True  # nothing to take back here any more; the next undo goes further back
+            event.save(update_fields=["undone"])
+            continue
+        _take_back(value, event, user)
+        count += 1
+    text = (
+        f"Undone your bulk {job.get_action_display().lower()} #{job.pk}: {count} value"
+        f"{'s' if count != 1 else ''} back as they were."
+    )
+    if skipped:
+        text += f" {skipped} changed by someone since were left as they are."
+    return Undone(text, count=count, skipped=skipped)

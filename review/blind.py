@@ -1,13 +1,18 @@
 """Blind labelling: a reviewer types each attribute of a product having seen no model output.
 
-The labels are gold of provenance "blind", which scores every run (review/quality.py). Products are
-served in a stable order (by id) among those of a catalog (and optionally a category) that have no
-gold yet; nothing here reads extracted values, so nothing of any run can reach the page.
+The labels are gold of provenance "blind", which scores every run (review/quality.py) and is the
+only evidence auto-accept trusts (review/precision.py). They are their own pool: products are served
+in a seeded random order over the catalog (and optionally a category), whatever other gold they
+have, so the products labelled so far are a uniform sample of the catalog, never the ones a run or
+a reviewer left over. Nothing here reads extracted values, so nothing of any run can reach the page.
 """
 
+import hashlib
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import CharField, Exists, OuterRef, Value
+from django.db.models.functions import MD5, Cast, Concat
 
 from catalog.models import Attribute, Catalog, Category, Product
 from extraction.normalize import checked_value
@@ -37,16 +42,19 @@ class Selection:
         return products.filter(category=self.category) if self.category else products
 
     def unlabelled(self):
-        return self.products().filter(gold_values__isnull=True)
+        """Products with no blind label yet (gold of other kinds does not count)."""
+        return self.products().exclude(Exists(blind_gold().filter(product=OuterRef("pk"))))
 
     def next_product(self, after: int | None = None) -> Product | None:
-        """The first unlabelled product after `after` (by id), else from the start: a skipped
-        product comes round again once the others are done."""
-        todo = self.unlabelled().select_related("category").order_by("pk")
-        return (todo.filter(pk__gt=after).first() if after else None) or todo.first()
+        """The next unlabelled product in the sample's order after `after`, else from the start: a
+        skipped product comes round again once the others are done."""
+        todo = self.unlabelled().annotate(draw=draw_of()).select_related("category").order_by("draw", "pk")
+        if after is None:
+            return todo.first()
+        return todo.filter(draw__gt=draw(after)).first() or todo.first()
 
     def progress(self) -> tuple[int, int]:
-        """(products with gold, products) in the selection."""
+        """(products labelled blind, products) in the selection."""
         total = self.products().count()
         return total - self.unlabelled().count(), total
 
@@ -55,6 +63,25 @@ class Selection:
         if self.category:
             params["category"] = self.category.pk
         return params
+
+
+def blind_gold():
+    return GoldValue.objects.filter(provenance=Provenance.BLIND)
+
+
+# The sample's seed: a product's place in the order is md5(SEED:product id), in PostgreSQL and here
+# alike, so every labeller walks the same random permutation and a prefix of it is a uniform sample.
+SAMPLE_SEED = "slotwise-blind-sample-1"
+
+
+def draw_of():
+    """The product's place in the seeded sample, as a query expression."""
+    return MD5(Concat(Value(f"{SAMPLE_SEED}:"), Cast("pk", CharField())))
+
+
+def draw(product_id: int) -> str:
+    """draw_of() for one product id, computed here."""
+    return hashlib.md5(f"{SAMPLE_SEED}:{product_id}".encode()).hexdigest()
 
 
 def fields_of(product: Product) -> list[Attribute]:

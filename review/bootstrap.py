@@ -14,6 +14,9 @@ from extraction.engine.metric import Counts
 
 SAMPLES = 1000
 SEED = 14
+# Over fewer products a bootstrap interval means little (over one product it is a point, "0.250-0.250"):
+# none is given, and pages say how many products are missing. Auto-accept uses the same floor.
+MIN_PRODUCTS = 20
 CONFIDENCE = 0.95
 OUTCOMES = ("VC", "VW", "NV", "VN")  # NN adds to no F1 term
 
@@ -22,8 +25,8 @@ def f1_interval(
     per_product: Sequence[Counts], samples: int = SAMPLES, seed: int = SEED
 ) -> tuple[float, float] | None:
     """(low, high) percentile interval of micro F1 over `samples` resamples of the products;
-    None without products."""
-    if not per_product:
+    None with fewer than MIN_PRODUCTS products."""
+    if len(per_product) < MIN_PRODUCTS:
         return None
     table = np.array([[getattr(c, k) for k in OUTCOMES] for c in per_product], dtype=np.int64)
     rng = np.random.default_rng(seed)

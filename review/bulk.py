@@ -4,7 +4,7 @@ Small selections run inside the request; larger ones become a BulkAction the `li
 works through in chunks, one transaction per chunk, so progress shows and a crash loses at most
 the chunk in hand (running it again only touches what is still left).
 Human corrections are never overwritten by a bulk action, and values already in the target state
-are left alone. The filter may bound the confidence: auto-accept ("accept every pending value with
+are left alone; a bulk accept leaves values cut by the token budget for a person. The filter may bound the confidence: auto-accept ("accept every pending value with
 confidence at least t") is a bulk accept whose filter says status=pending, min_confidence=t.
 """
 
@@ -37,8 +37,13 @@ def inline_limit() -> int:
 
 
 def eligible(action: str) -> Q:
-    """Values a bulk `action` may change: never a correction, nor one already in the target state."""
-    return ~Q(review__status=Status.CORRECTED) & ~Q(review__status=TARGET[action])
+    """Values a bulk `action` may change: never a correction, nor one already in the target state;
+    a bulk accept (auto-accept included) never takes a value cut by the token budget, which a
+    person must read."""
+    allowed = ~Q(review__status=Status.CORRECTED) & ~Q(review__status=TARGET[action])
+    if action == BulkAction.Action.ACCEPT:
+        allowed &= Q(truncated=False)
+    return allowed
 
 
 def candidates(queue_filter: QueueFilter, action: str):
@@ -67,7 +72,12 @@ def _apply_chunk(job: BulkAction, ids: list[int]) -> tuple[int, int]:
         rows = list(locked_values().filter(eligible(job.action), pk__in=ids).order_by("pk"))
         for value in rows:
             review_locked(
-                value, value.review.version, job.action, job.created_by, recorded_as=EVENT[job.action]
+                value,
+                value.review.version,
+                job.action,
+                job.created_by,
+                recorded_as=EVENT[job.action],
+                bulk=job,
             )
     return len(rows), len(ids) - len(rows)
 

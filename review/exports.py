@@ -4,6 +4,8 @@ Wide: one row per product, two columns per attribute: the approved value, normal
 enumeration's spelling, a number in the schema's unit), and beside it "<name> (raw)", the text the
 model wrote before normalization (ExtractedValue.raw_text; a correction replaces the value, not
 that text). Long: one row per value, with the model's normalized value and its raw text side by side.
+A value accepted as the model wrote it although the model filled its token budget (it may be cut
+short) is marked: "cut" in long rows, the attribute named in the wide row's cut column.
 Every CSV cell goes through catalog.csv_safety.safe_cell so a spreadsheet never runs a formula.
 Small exports stream back in the request; larger ones become an ExportJob written in the
 background on the `light` queue, with progress and a download link.
@@ -22,7 +24,7 @@ from django.utils import timezone
 from catalog.csv_safety import safe_row
 from review.filters import QueueFilter
 from review.gold import APPROVED
-from review.models import ExportJob
+from review.models import ExportJob, ValueReview
 
 LONG_COLUMNS = [
     "run",
@@ -35,11 +37,16 @@ LONG_COLUMNS = [
     "status",
     "model_value",
     "model_raw",
+    "cut",
     "confidence",
     "reviewed_by",
     "reviewed_at",
 ]
 PRODUCT_COLUMNS = ["catalog", "sku", "title", "category"]
+# A value the model cut short (it filled its token budget) that was accepted as it is says so:
+# long rows carry CUT in "cut", wide rows name such attributes in CUT_COLUMN ("cut" in JSON).
+CUT = "cut by the token budget"
+CUT_COLUMN = "cut by the token budget"
 PROGRESS_EVERY = 1000
 
 
@@ -68,6 +75,7 @@ def _long_records(queue_filter: QueueFilter) -> Iterator[dict]:
             "review__status",
             "value",
             "raw_text",
+            "truncated",
             "confidence",
             "review__reviewed_by__username",
             "review__reviewed_at",
@@ -75,6 +83,8 @@ def _long_records(queue_filter: QueueFilter) -> Iterator[dict]:
     )
     for row in rows.iterator(chunk_size=2000):
         record = dict(zip(LONG_COLUMNS, row, strict=True))
+        # The exported value is the model's, and the model ran out of its token budget writing it.
+        record["cut"] = CUT if record["cut"] and record["status"] == ValueReview.Status.ACCEPTED else ""
         record["reviewed_at"] = record["reviewed_at"].isoformat() if record["reviewed_at"] else ""
         record["reviewed_by"] = record["reviewed_by"] or ""
         yield record
@@ -88,9 +98,17 @@ def _wide_records(queue_filter: QueueFilter) -> Iterator[dict]:
         if current is None or current["_key"] != key:
             if current is not None:
                 yield current
-            current = {"_key": key, **{c: record[c] for c in PRODUCT_COLUMNS}, "values": {}, "raw": {}}
+            current = {
+                "_key": key,
+                **{c: record[c] for c in PRODUCT_COLUMNS},
+                "values": {},
+                "raw": {},
+                "cut": [],
+            }
         current["values"][record["attribute"]] = record["value"]
         current["raw"][record["attribute"]] = record["model_raw"]
+        if record["cut"]:
+            current["cut"].append(record["attribute"])
     if current is not None:
         yield current
 
@@ -141,12 +159,15 @@ def write_export(
             names = attribute_names(queue_filter)
             writer = csv.writer(out)
             header = [column for n in names for column in (n, raw_column(n))]
-            writer.writerow(safe_row(PRODUCT_COLUMNS + header))  # attribute names are user text too
+            writer.writerow(
+                safe_row(PRODUCT_COLUMNS + header + [CUT_COLUMN])
+            )  # attribute names are user text too
             for record in records:
                 cells = [
                     cell for n in names for cell in (record["values"].get(n, ""), record["raw"].get(n, ""))
                 ]
-                writer.writerow(safe_row([record[c] for c in PRODUCT_COLUMNS] + cells))
+                cut = "; ".join(record["cut"])
+                writer.writerow(safe_row([record[c] for c in PRODUCT_COLUMNS] + cells + [cut]))
                 tick(len(record["values"]))
         else:
             _write_json_list(

@@ -20,6 +20,7 @@ CONFIDENCE_BOUNDS = ("min_confidence", "max_confidence")
 # The queue walks the review row's copy of the confidence: (run, status, confidence, value) is one
 # index there; the value's id is the review's key, so "id" comes from the same index.
 QUEUE_CONFIDENCE = "review__confidence"
+QUEUE_CUT_FIRST = "-review__cut"
 
 
 def page_size() -> int:
@@ -195,7 +196,8 @@ class QueueFilter:
         return Run.objects.select_related("linked_run", "linked_from").filter(pk=self.run).first()
 
     def ordering(self, has_partner: bool) -> list[str]:
-        """The queue's order; disagreement needs a linked run, without one it is by confidence."""
+        """The queue's order: values cut by the token budget first (a person must read them), then
+        by disagreement when asked for and a linked run exists, then by confidence."""
         if self.sort == "disagreement" and has_partner:
-            return ["-disagrees", QUEUE_CONFIDENCE, "id"]
-        return [QUEUE_CONFIDENCE, "id"]
+            return [QUEUE_CUT_FIRST, "-disagrees", QUEUE_CONFIDENCE, "id"]
+        return [QUEUE_CUT_FIRST, QUEUE_CONFIDENCE, "id"]

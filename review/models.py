@@ -34,6 +34,9 @@ class ValueReview(models.Model):
     # one table serves both, stopping after a page instead of joining and sorting the whole run.
     run = models.ForeignKey(Run, related_name="+", on_delete=models.CASCADE, db_index=False)
     confidence = models.FloatField()
+    # A copy of the value's `truncated` (it filled its token budget, so it may be cut short): the
+    # queue lists cut values first, from the same index.
+    cut = models.BooleanField(default=False)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     reviewed_value = models.TextField(blank=True)
     reviewed_by = models.ForeignKey(
@@ -44,8 +47,10 @@ class ValueReview(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["run", "status", "confidence", "value"], name="review_queue_by_status"),
-            models.Index(fields=["run", "confidence", "value"], name="review_queue_order"),
+            models.Index(
+                fields=["run", "status", "-cut", "confidence", "value"], name="review_queue_cut_by_status"
+            ),
+            models.Index(fields=["run", "-cut", "confidence", "value"], name="review_queue_cut_order"),
         ]
 
     def __str__(self):
@@ -76,6 +81,10 @@ class ValueEvent(models.Model):
     # The value's version after this change: an undo is only safe while nobody changed it since.
     version_after = models.PositiveIntegerField()
     undone = models.BooleanField(default=False)
+    # The bulk action this change was part of: undo takes back the whole bulk action at once.
+    bulk = models.ForeignKey(
+        "BulkAction", null=True, blank=True, related_name="events", on_delete=models.SET_NULL
+    )
 
     class Meta:
         ordering = ["-at", "-id"]

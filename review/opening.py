@@ -13,12 +13,14 @@ from review.models import ValueReview
 
 def open_reviews(values: Iterable[ExtractedValue]) -> None:
     """Give each saved value a pending review; a value written again (a batch decoded twice after
-    a lease was taken over) keeps its review state and takes its new confidence."""
-    rows = [ValueReview(value_id=v.pk, run_id=v.run_id, confidence=v.confidence) for v in values]
+    a lease was taken over) keeps its review state and takes its new confidence and cut mark."""
+    rows = [
+        ValueReview(value_id=v.pk, run_id=v.run_id, confidence=v.confidence, cut=v.truncated) for v in values
+    ]
     ValueReview.objects.bulk_create(
         rows,
         batch_size=5000,
         update_conflicts=True,
         unique_fields=["value"],
-        update_fields=["confidence"],
+        update_fields=["confidence", "cut"],
     )

@@ -33,15 +33,24 @@ def key_of(row, ordering: list[str]) -> str:
     return CURSOR_SEPARATOR.join(repr(_sort_value(row, f)) for f, _ in _fields(ordering))
 
 
+def _read(part: str, field: str):
+    """One sort value of a cursor, as key_of wrote it (repr)."""
+    if field in ("id", "disagrees"):
+        return int(part)
+    if field.endswith("cut"):
+        if part not in ("True", "False"):
+            raise ValueError(part)
+        return part == "True"
+    return float(part)
+
+
 def _parse(cursor: str, ordering: list[str]) -> list:
     parts = cursor.split(CURSOR_SEPARATOR)
     fields = _fields(ordering)
     if len(parts) != len(fields):
         raise CursorError(f"page cursor {cursor!r} does not fit this order; open the queue's first page")
     try:
-        return [
-            int(p) if f in ("id", "disagrees") else float(p) for p, (f, _) in zip(parts, fields, strict=True)
-        ]
+        return [_read(p, f) for p, (f, _) in zip(parts, fields, strict=True)]
     except ValueError:
         raise CursorError(f"page cursor {cursor!r} is not a position in the queue") from None
 

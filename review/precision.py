@@ -1,36 +1,35 @@
-"""Precision as a function of the confidence threshold, and the threshold that reaches a target.
+"""Auto-accept thresholds from this catalog's own blind labels, per attribute.
 
-Auto-accept ("accept every pending value with confidence at least t") is only as good as this
-estimate. It comes from the values people judged on runs of the same model and decoder: one by one in
-the queue (accepted = the model was right, corrected = it was wrong) or by labelling the product
-blind (right when the value is the label; blind labels are the judgement least swayed by the
-model). Bulk and auto-accepted values are left out, so auto-accept never confirms itself. Until
-there are MIN_JUDGED of those, the estimate comes from
-the dev figures the model's slotwise.json carries (calibration -> precision_curve -> decoder).
-Intervals are Wilson 95% (calibration.wilson), as on the dev side.
+Auto-accept ("accept every pending value of this attribute with confidence at least t") is only as
+good as the precision estimate behind t. It comes from one place only: the run's own values on the
+products of its catalog that a person labelled blind (review/blind.py: a seeded random sample of the
+catalog, typed with no model output in sight). A value is right when it is the label (an n/a
+included). Values cut by the token budget are left out: they are never auto-accepted.
+
+A threshold is offered for an attribute only where the lower end of the Wilson 95% interval
+(calibration.wilson, the one definition) of the precision above it reaches the target, over at
+least MIN_PRODUCTS labelled products. Otherwise the page says how many more blind labels the
+attribute needs, assuming the model stays as right on them as it was so far. Neither the model's dev
+figures nor values reviewed in the queue (sorted by confidence, so no fair sample) count.
 """
 
-from dataclasses import dataclass
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
 
 from django.db.models import OuterRef, Subquery
 
-from extraction import config
+from catalog.models import Attribute
 from extraction.engine import metric
-from extraction.engine.calibration import CURVE_THRESHOLDS, wilson
-from extraction.models import ExtractedValue, Run
-from review.models import GoldValue, ValueEvent, ValueReview
+from extraction.engine.calibration import wilson
+from extraction.models import Run
+from review.bootstrap import MIN_PRODUCTS
+from review.models import GoldValue
 
-# Below this many judged values of a model the dev figures are the better estimate.
-MIN_JUDGED = 200
-# A threshold above which fewer judged values lie says too little to be proposed.
-MIN_AT_THRESHOLD = 30
-# The thresholds the page tabulates for reviewed values, the dev curve's (the proposal may fall between them).
-GRID = CURVE_THRESHOLDS
-REVIEWED, DEV = "reviewed", "dev"
-SOURCE_LABELS = {REVIEWED: "reviewed values of this model", DEV: "dev figures of this model"}
-# The history actions that mean a person looked at this one value.
-JUDGED_BY_HAND = (ValueEvent.Action.ACCEPT, ValueEvent.Action.CORRECT, ValueEvent.Action.SET_NA)
-Status = ValueReview.Status
+# A slice of the most confident values this large says how right they are, for the labels-needed guess.
+SLICE = 10
+# Beyond this many labelled products an attribute is not worth asking for.
+MAX_PRODUCTS_ASKED = 20_000
 
 
 @dataclass(frozen=True)
@@ -60,67 +59,76 @@ def percent(fraction: float) -> str:
     return f"{100 * fraction:.1f}%"
 
 
-@dataclass(frozen=True)
-class Estimate:
-    source: str  # REVIEWED or DEV, or "" when neither could say anything
-    judged: int  # values of this model and decoder a person judged (by hand or blind)
-    curve: list[Point]  # for the page's table
-    proposal: Point | None  # the lowest threshold reaching the target; None when none does
-    note: str = ""  # why there is no estimate, or what to keep in mind
+def point(threshold: float, right: int, n: int) -> Point:
+    return Point(threshold, right / n, n, *wilson(right, n))
+
+
+@dataclass
+class AttributeEstimate:
+    """One attribute of the run: its blind evidence and the threshold offered, if any."""
+
+    attribute: str
+    labelled: int  # this attribute's values on blind-labelled products (one per product)
+    right: int  # of them, how many are the label
+    proposal: Point | None  # the lowest threshold whose interval's lower end reaches the target
+    needed: int | None  # more blind-labelled products it needs; None: no number of labels would do
+    pending: int = 0  # pending values the proposal would accept (the view fills it in)
 
     @property
-    def source_label(self) -> str:
-        return SOURCE_LABELS.get(self.source, "")
+    def precision_pct(self) -> str:
+        return percent(self.right / self.labelled) if self.labelled else "—"
 
 
-def judged_values(run: Run) -> list[tuple[float, bool]]:
-    """(confidence, right) for each value of runs with `run`'s model (name and revision) and
-    decoder that a person judged: accepted or corrected by hand, else labelled blind."""
-    same_model = ExtractedValue.objects.filter(
-        run__decoder=run.decoder,
-        run__model_name=run.model_name,
-        run__model_revision=run.model_revision,
-    )
-    last_action = ValueEvent.objects.filter(value=OuterRef("pk")).order_by("-at", "-id").values("action")[:1]
-    by_hand = (
-        same_model.filter(review__status__in=(Status.ACCEPTED, Status.CORRECTED))
-        .annotate(last_action=Subquery(last_action))
-        .filter(last_action__in=JUDGED_BY_HAND)
-    )
-    pairs = [
-        (c, status == Status.ACCEPTED) for c, status in by_hand.values_list("confidence", "review__status")
-    ]
+@dataclass
+class Estimate:
+    target: float
+    labelled_products: int  # products of the run that are labelled blind
+    run_products: int
+    attributes: list[AttributeEstimate] = field(default_factory=list)
+
+    @property
+    def too_few(self) -> bool:
+        return self.labelled_products < MIN_PRODUCTS
+
+    @property
+    def offered(self) -> list[AttributeEstimate]:
+        return [a for a in self.attributes if a.proposal is not None]
+
+    @property
+    def products_needed(self) -> int:
+        """Blind-labelled products still needed before any attribute can be judged at all."""
+        return max(MIN_PRODUCTS - self.labelled_products, 0)
+
+    def of(self, attribute: str) -> AttributeEstimate | None:
+        return next((a for a in self.attributes if a.attribute == attribute), None)
+
+
+def blind_judged(run: Run) -> dict[str, list[tuple[float, bool]]]:
+    """attribute -> (confidence, right) for each of the run's values, cut ones aside, whose product
+    has a blind label of that attribute under the value's schema."""
     label = GoldValue.objects.filter(
         provenance=GoldValue.Provenance.BLIND,
         product=OuterRef("product"),
         attribute_name=OuterRef("attribute__name"),
         schema=OuterRef("attribute__schema"),
     ).values("value")[:1]
-    labelled = (
-        same_model.exclude(pk__in=by_hand.values("pk"))
+    rows = (
+        run.values.filter(truncated=False)
         .annotate(label=Subquery(label))
         .filter(label__isnull=False)
-        .values_list("confidence", "value", "label")
+        .values_list("attribute__name", "confidence", "value", "label")
     )
-    # Accepting the value is right when it is the label, an n/a included.
-    pairs += [(c, metric.outcome(value, [gold]) in ("VC", "NN")) for c, value, gold in labelled]
-    return pairs
+    judged: dict[str, list[tuple[float, bool]]] = defaultdict(list)
+    for name, confidence, value, gold in rows.iterator():
+        # Accepting the value is right when it is the label, an n/a included.
+        judged[name].append((confidence, metric.outcome(value, [gold]) in ("VC", "NN")))
+    return judged
 
 
-def reviewed_curve(pairs: list[tuple[float, bool]], thresholds) -> list[Point]:
-    """Points at `thresholds` from (confidence, right) pairs; thresholds no value reaches are left out."""
-    points = []
-    for t in thresholds:
-        chosen = [right for confidence, right in pairs if confidence >= t]
-        if chosen:
-            right = sum(chosen)
-            points.append(Point(t, right / len(chosen), len(chosen), *wilson(right, len(chosen))))
-    return points
-
-
-def lowest_reaching(pairs: list[tuple[float, bool]], target: float) -> Point | None:
-    """The lowest stored confidence t whose values >= t reach `target` precision, with at least
-    MIN_AT_THRESHOLD values above it: the threshold that accepts the most at that precision."""
+def lowest_offered(pairs: list[tuple[float, bool]], target: float) -> Point | None:
+    """The lowest stored confidence t whose values >= t number at least MIN_PRODUCTS and whose
+    Wilson lower bound reaches `target`: the threshold that accepts the most while the interval
+    still clears the target."""
     ordered = sorted(pairs, key=lambda p: -p[0])
     best = None
     right = 0
@@ -129,30 +137,80 @@ def lowest_reaching(pairs: list[tuple[float, bool]], target: float) -> Point | N
         n = i + 1
         if n < len(ordered) and ordered[n][0] == confidence:
             continue  # a threshold takes every value of its confidence
-        if n >= MIN_AT_THRESHOLD and right / n >= target:
-            best = (confidence, right, n)
-    if best is None:
+        if n >= MIN_PRODUCTS:
+            candidate = point(confidence, right, n)
+            if candidate.low >= target:
+                best = candidate
+    return best
+
+
+def labels_needed(pairs: list[tuple[float, bool]], target: float) -> int | None:
+    """More blind-labelled products before a threshold could be offered, if the model stays as right
+    as on its most confident labelled values so far (all right, with none yet); None when even those
+    fall short of the target, so no number of labels would make one."""
+    n = len(pairs)
+    ordered = sorted(pairs, key=lambda p: -p[0])
+    if n < SLICE:
+        precision, share = (sum(ok for _, ok in pairs) / n if n else 1.0), 1.0
+    else:
+        # the most confident slice of at least SLICE values with the best precision
+        right, best = 0, (0.0, 1.0)
+        for i, (_, ok) in enumerate(ordered):
+            right += ok
+            if i + 1 >= SLICE and right / (i + 1) >= best[0]:
+                best = (right / (i + 1), (i + 1) / n)
+        precision, share = best
+    if precision < target or (precision == target and precision < 1):
         return None
-    t, right, n = best
-    return Point(t, right / n, n, *wilson(right, n))
+    above = _smallest_sample(precision, target)
+    if above is None:
+        return None
+    return max(math.ceil(above / share) - n, MIN_PRODUCTS - n, 1)
+
+
+def _smallest_sample(precision: float, target: float) -> int | None:
+    """The fewest values, right at `precision`, whose Wilson lower bound reaches `target`."""
+
+    def reaches(m: int) -> bool:
+        return wilson(round(precision * m), m)[0] >= target
+
+    low, high = MIN_PRODUCTS, MAX_PRODUCTS_ASKED
+    if not reaches(high):
+        return None
+    while low < high:
+        middle = (low + high) // 2
+        if reaches(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def estimate(run: Run, target: float) -> Estimate:
-    """Precision by threshold for `run`'s model and decoder, and the threshold proposed for `target`."""
-    pairs = judged_values(run)
-    if len(pairs) >= MIN_JUDGED:
-        proposal = lowest_reaching(pairs, target)
-        note = "" if proposal else f"no threshold reaches {percent(target)} on the {len(pairs)} judged values"
-        return Estimate(REVIEWED, len(pairs), reviewed_curve(pairs, GRID), proposal, note)
-    fewer = f"only {len(pairs)} values of this model are judged (the estimate uses them from {MIN_JUDGED} on)"
-    try:
-        rows = config.dev_precision_curve(config.run_model_path(run.model_dir), run.decoder)
-    except config.NoPrecisionCurve as exc:
-        return Estimate("", len(pairs), [], None, f"No estimate: {fewer}, and {exc}.")
-    curve = [Point(*row) for row in rows]
-    reaching = [p for p in curve if p.precision >= target]
-    proposal = min(reaching, key=lambda p: p.threshold) if reaching else None
-    note = f"{fewer}; until then the dev figures stand in, measured on the dev sets, not on this catalog"
-    if proposal is None:
-        note += f"; no threshold reaches {percent(target)} there"
-    return Estimate(DEV, len(pairs), curve, proposal, note)
+    """The threshold offered for each of `run`'s attributes at `target`, from its blind evidence."""
+    judged = blind_judged(run)
+    names = (
+        Attribute.objects.filter(schema__in=run.work_items.values("schema"))
+        .order_by("position", "name")
+        .values_list("name", flat=True)
+    )
+    found = Estimate(target, _labelled_products(run), run.work_items.count())
+    for name in dict.fromkeys(names):  # schema order, each name once
+        pairs = judged.get(name, [])
+        proposal = lowest_offered(pairs, target)
+        found.attributes.append(
+            AttributeEstimate(
+                attribute=name,
+                labelled=len(pairs),
+                right=sum(ok for _, ok in pairs),
+                proposal=proposal,
+                needed=0 if proposal else labels_needed(pairs, target),
+            )
+        )
+    return found
+
+
+def _labelled_products(run: Run) -> int:
+    """The run's products that carry a blind label."""
+    blind = GoldValue.objects.filter(provenance=GoldValue.Provenance.BLIND)
+    return run.work_items.filter(product__in=blind.values("product")).count()

@@ -18,7 +18,7 @@ from django.db.models import OuterRef, Q, Subquery
 
 from extraction.engine import calibration, metric
 from extraction.models import Run
-from review.bootstrap import f1_interval
+from review.bootstrap import MIN_PRODUCTS, f1_interval
 from review.filters import partner_of
 from review.models import GoldValue
 
@@ -46,15 +46,21 @@ def honest_gold_for(run: Run):
     return GoldValue.objects.filter(Q(from_run__isnull=True) | ~Q(from_run=run.pk))
 
 
-def gold_pairs(run: Run) -> list[Pair]:
-    """Every value of `run` whose (product, attribute, schema) has gold the run did not supply."""
-    gold = honest_gold_for(run).filter(
+def gold_pairs(run: Run, scope: "Scope | None" = None) -> list[Pair]:
+    """Every value of `run` whose (product, attribute, schema) has gold the run did not supply;
+    within `scope` (two runs compared) only blind gold of the products both decoded."""
+    gold = honest_gold_for(run)
+    values = run.values.all()
+    if scope is not None:
+        gold = gold.filter(provenance=Provenance.BLIND)
+        values = values.filter(product_id__in=scope.products)
+    gold = gold.filter(
         product=OuterRef("product"),
         attribute_name=OuterRef("attribute__name"),
         schema=OuterRef("attribute__schema"),
     )
     rows = (
-        run.values.annotate(
+        values.annotate(
             gold_value=Subquery(gold.values("value")[:1]),
             gold_provenance=Subquery(gold.values("provenance")[:1]),
         )
@@ -218,18 +224,26 @@ class Column:
     run: Run
     report: metric.Report
     gold: GoldUsed
-    interval: tuple[float, float] | None
+    products: int  # products the F1 rests on
+    interval: tuple[float, float] | None  # None under bootstrap.MIN_PRODUCTS products
     calibration: Calibration
     speed: Speed
 
+    @property
+    def products_missing(self) -> int:
+        """Products with gold still missing before an interval is given."""
+        return max(MIN_PRODUCTS - self.products, 0)
 
-def column(run: Run, prices: dict[str, Decimal]) -> Column:
-    pairs = gold_pairs(run)
+
+def column(run: Run, prices: dict[str, Decimal], scope: "Scope | None" = None) -> Column:
+    pairs = gold_pairs(run, scope)
+    per_product = per_product_counts(pairs)
     return Column(
         run=run,
         report=metric.evaluate(pair_rows(pairs)),
         gold=gold_used(run, pairs),
-        interval=f1_interval(per_product_counts(pairs)),
+        products=len(per_product),
+        interval=f1_interval(per_product),
         calibration=run_calibration(pairs),
         speed=run_speed(run, prices),
     )
@@ -241,3 +255,26 @@ def comparison(run: Run, prices: dict[str, Decimal]) -> list[Column]:
     runs = [run] if partner is None else [run, partner]
     runs.sort(key=lambda r: r.decoder != Run.Decoder.HPD)
     return [column(r, prices) for r in runs]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Two runs compared: the products both decoded; each is scored on their blind labels only, so
+    both rest on the very same gold whichever runs supplied other gold."""
+
+    products: frozenset[int]
+
+    @property
+    def size(self) -> int:
+        return len(self.products)
+
+
+def decoded_products(run: Run) -> set[int]:
+    return set(run.work_items.filter(status="done").values_list("product_id", flat=True))
+
+
+def compared(first: Run, second: Run, prices: dict[str, Decimal]) -> tuple[Scope, list[Column]]:
+    """Any two runs side by side on the blind gold of the products both decoded (old and new model,
+    HPD and AR): the scope, and a column each."""
+    scope = Scope(frozenset(decoded_products(first) & decoded_products(second)))
+    return scope, [column(first, prices, scope), column(second, prices, scope)]

@@ -11,8 +11,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from extraction.models import ExtractedValue
-from review.gold import APPROVED, sync_gold
-from review.models import GoldValue, ValueEvent, ValueReview
+from review.gold import APPROVED, JUDGED_BY_HAND, state_made_by_hand, sync_gold
+from review.models import ValueEvent, ValueReview
 
 Status = ValueReview.Status
 Action = ValueEvent.Action
@@ -60,10 +60,12 @@ def transition(
     user,
     action: str,
     attempted: str = "",
+    bulk=None,
 ) -> ValueEvent:
     """Move `value` (locked by the caller, see locked_values) to `status` with `reviewed` as the
-    reviewer's value; `action` is what the history records. Raises ReviewConflict when
-    `seen_version` is stale, `attempted` being the input to keep for the reviewer."""
+    reviewer's value; `action` is what the history records, `bulk` the BulkAction it is part of.
+    Raises ReviewConflict when `seen_version` is stale, `attempted` being the input to keep for the
+    reviewer."""
     review = value.review
     old_status, old_shown = review.status, shown_value(value)
     now = timezone.now()
@@ -93,17 +95,10 @@ def transition(
         old_value=old_shown,
         new_value=shown_value(value),
         version_after=review.version,
+        bulk=bulk,
     )
-    # A bulk accept does not replace a gold a reviewer typed in (say, on the linked run's value).
-    if not (action == Action.BULK_ACCEPT and _gold_is_a_correction(value)):
-        sync_gold(value, user)
+    # A bulk accept makes no gold (review/gold.py), so it never replaces gold a reviewer typed in;
+    # an undo puts back a state whose history says how it was made.
+    by_hand = state_made_by_hand(value) if action == Action.UNDO else action in JUDGED_BY_HAND
+    sync_gold(value, user, by_hand)
     return event
-
-
-def _gold_is_a_correction(value: ExtractedValue) -> bool:
-    return GoldValue.objects.filter(
-        product_id=value.product_id,
-        attribute_name=value.attribute.name,
-        schema_id=value.attribute.schema_id,
-        source__review__status=Status.CORRECTED,
-    ).exists()

@@ -1,12 +1,15 @@
-"""The preview step: the first rows as they will be imported, and the errors of the rows checked."""
+"""The preview step: the first rows as they will be imported, the errors of the rows checked, which
+products are new and which an import updates (and what it changes), and cells a spreadsheet would
+read as a formula (imported as text; every CSV export writes them with a leading apostrophe)."""
 
 from dataclasses import dataclass, field
 from itertools import islice
 
+from catalog.csv_safety import looks_like_formula
 from catalog.imports.check import CleanRow, RowChecker, RowError, load_categories
 from catalog.imports.map import Mapping
 from catalog.imports.read import read_rows
-from catalog.models import ImportJob
+from catalog.models import ImportJob, Product
 
 PREVIEW_ROWS = 20
 PREVIEW_CHECK_ROWS = 10_000
@@ -19,6 +22,15 @@ class PreviewRow:
     cells: list[str]
     clean: CleanRow | None
     errors: list[RowError]
+    changes: list[str] | None = None  # None: a new product; else the fields the import changes
+
+
+@dataclass(frozen=True)
+class FormulaCell:
+    row: int
+    sku: str
+    column: str
+    text: str
 
 
 @dataclass
@@ -29,16 +41,28 @@ class Preview:
     bad_rows: int = 0
     checked_rows: int = 0
     complete: bool = True
+    new_products: int = 0
+    updated_products: int = 0  # of the good rows checked, SKUs the catalog already has
+    formulas: list[FormulaCell] = field(default_factory=list)
 
 
 def build_preview(job: ImportJob) -> Preview:
     """The first PREVIEW_ROWS rows, and the row errors of the first PREVIEW_CHECK_ROWS checked."""
-    checker = RowChecker(job.header, Mapping.from_json(job.mapping), load_categories())
+    mapping = Mapping.from_json(job.mapping)
+    checker = RowChecker(job.header, mapping, load_categories())
     preview = Preview()
     rows = read_rows(job.open_file, job.file_format)
+    good: list[CleanRow] = []
     for row, cells in islice(rows, PREVIEW_CHECK_ROWS):
         clean, errors = checker.check(row, cells)
         preview.checked_rows += 1
+        if clean is not None:
+            good.append(clean)
+            preview.formulas += [
+                FormulaCell(row, clean.sku, column, text)
+                for column, text in (("title", clean.title), ("description", clean.description))
+                if looks_like_formula(text)
+            ][: max(PREVIEW_ERRORS_SHOWN - len(preview.formulas), 0)]
         if errors:
             preview.bad_rows += 1
             preview.error_count += len(errors)
@@ -47,4 +71,27 @@ def build_preview(job: ImportJob) -> Preview:
         if len(preview.rows) < PREVIEW_ROWS:
             preview.rows.append(PreviewRow(row, cells, clean, errors))
     preview.complete = next(rows, None) is None
+    existing = {
+        p.sku: p
+        for p in Product.objects.filter(
+            catalog_id=job.catalog_id, sku__in=[c.sku for c in good]
+        ).select_related("category")
+    }
+    preview.updated_products = len({c.sku for c in good if c.sku in existing})
+    preview.new_products = len({c.sku for c in good}) - preview.updated_products
+    for item in preview.rows:
+        if item.clean is not None and item.clean.sku in existing:
+            item.changes = changes(existing[item.clean.sku], item.clean, mapping.description is not None)
     return preview
+
+
+def changes(product: Product, clean: CleanRow, has_description: bool) -> list[str]:
+    """What importing `clean` changes on the product already stored under its SKU (a file without
+    a description column keeps the stored description)."""
+    fields = [("title", product.title, clean.title), ("category", product.category.name, clean.category_name)]
+    if has_description:
+        fields.insert(1, ("description", product.description, clean.description))
+    changed = [name for name, old, new in fields if (old or "") != (new or "")]
+    return changed + [
+        name for name, value in clean.known.items() if str(product.known_values.get(name, "")) != str(value)
+    ]

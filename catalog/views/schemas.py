@@ -9,6 +9,7 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.roles import ADMIN, REVIEWER, role_required
+from catalog import budgets
 from catalog.forms import AttributeForm, CategoryForm, SchemaImportForm
 from catalog.models import Category, SchemaVersion
 from catalog.schemas import (
@@ -82,10 +83,15 @@ def schema_import(request):
 
 def _editor_context(category: Category, **extra) -> dict:
     version = category.current_schema
+    attributes = current_attributes(version)
     return {
         "category": category,
         "version": version,
-        "attributes": current_attributes(version),
+        "attributes": attributes,
+        # each attribute's size in words, and the size its data suggests (catalog/budgets.py)
+        "rows": [
+            (a, budgets.in_words(a.max_tokens), budgets.suggested(category, a.name)) for a in attributes
+        ],
         "versions": category.schema_versions.select_related("created_by").order_by("-version"),
         "add_form": extra.pop("add_form", None) or AttributeForm(),
         **extra,
@@ -152,7 +158,7 @@ def attribute_add(request, pk: int):
     if not form.is_valid():
         return _render_editor(request, category, add_form=form)
     try:
-        version = do_add_attribute(category, _base_version(request), form.to_data(), request.user)
+        version = do_add_attribute(category, _base_version(request), form.to_data(category), request.user)
     except SchemaError as exc:
         return _render_editor(request, category, add_form=form, error=str(exc))
     return _render_editor(request, category, notice=f"v{version.version}: {version.note}")
@@ -179,7 +185,9 @@ def attribute_edit(request, pk: int, index: int):
         context = {"category": category, "version": category.current_schema, "index": index, "form": form}
         return render(request, "catalog/_attribute_edit_row.html", context)
     try:
-        version = do_update_attribute(category, _base_version(request), index, form.to_data(), request.user)
+        version = do_update_attribute(
+            category, _base_version(request), index, form.to_data(category), request.user
+        )
     except SchemaError as exc:
         return _render_editor(request, category, error=str(exc))
     return _render_editor(request, category, notice=f"v{version.version}: {version.note}")

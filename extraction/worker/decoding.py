@@ -12,6 +12,7 @@ from pathlib import Path
 from django.conf import settings
 
 from extraction import config
+from extraction.engine.stopping import Cancelled  # torch-free; the loop catches it from here
 from extraction.worker.leases import BatchTotals, ItemOutcome
 
 log = logging.getLogger(__name__)
@@ -139,20 +140,24 @@ def extract_checked(extractor, docs: list, attributes: list, decoder: str, stack
     return extractor.extract(docs, attributes, decoder=decoder, stack=stack)
 
 
-def decode_items(extractor, items: list, attributes: list, decoder: str, stack: int | None):
+def decode_items(extractor, items: list, attributes: list, decoder: str, stack: int | None, should_stop=None):
     """-> (outcomes in the order of items, totals) for leased items of one schema version.
 
     When the engine fails on a batch, the batch is split in halves and each half decoded again,
     down to single products: the products that fail alone are reported failed with the error,
     every other product of the batch still gets its values (a few extra engine calls, log2 deep).
+    should_stop: asked between forward steps; when it says so, the engine's Cancelled comes out
+    of here and nothing of the batch is kept (extraction.engine.stopping).
     """
     from extraction.engine.api import Document
+    from extraction.engine.stopping import stop_between_forwards
 
     docs = [Document(key=item.product.sku, text=item.product.document) for item in items]
     totals = BatchTotals()
-    outcomes = _decode_or_split(
-        extractor, list(zip(items, docs, strict=True)), attributes, decoder, stack, totals
-    )
+    with stop_between_forwards(extractor.model, should_stop):
+        outcomes = _decode_or_split(
+            extractor, list(zip(items, docs, strict=True)), attributes, decoder, stack, totals
+        )
     return [outcomes[item.id] for item in items], totals
 
 
@@ -160,6 +165,8 @@ def _decode_or_split(extractor, pairs, attributes, decoder, stack, totals) -> di
     docs = [doc for _, doc in pairs]
     try:
         results, stats = extract_checked(extractor, docs, attributes, decoder, stack if len(docs) > 1 else 1)
+    except Cancelled:
+        raise  # not a failure of the products: the run was cancelled
     except Exception as exc:  # noqa: BLE001 - the engine failing on one product must not stop the others
         if len(pairs) == 1:
             item, doc = pairs[0]

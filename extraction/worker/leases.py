@@ -189,6 +189,19 @@ def release_own_leases(item_ids: list[int], owner: str) -> int:
     )
 
 
+def cancel_own_leases(run_id: int, item_ids: list[int], owner: str) -> int:
+    """Cancel the items of `item_ids` still leased to `owner` in a run that stopped while they were
+    being decoded (the worker gave the batch up between forward steps); the run finishes when
+    nothing else of it is leased. Returns how many."""
+    now = timezone.now()
+    with transaction.atomic():
+        cancelled = WorkItem.objects.filter(
+            id__in=item_ids, lease_owner=owner, status=WorkItem.Status.LEASED
+        ).update(status=WorkItem.Status.CANCELLED, finished_at=now, lease_owner="", lease_expires_at=None)
+        _finish_if_complete(run_id, now)
+    return cancelled
+
+
 def release_expired_leases(now=None) -> int:
     """Give back the leases of workers that died (the reaper's job); returns how many.
 

@@ -12,6 +12,7 @@ import time
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
+from django.utils import timezone
 
 from extraction.models import Run
 from extraction.services import kick_run
@@ -19,6 +20,7 @@ from extraction.worker import decoding, identity, incidents
 from extraction.worker.failures import do_record_load_failure
 from extraction.worker.leases import (
     ItemOutcome,
+    cancel_own_leases,
     lease_batch,
     next_run_with_takeable_work,
     record_results,
@@ -32,6 +34,8 @@ log = logging.getLogger(__name__)
 
 # Upper bound on one idle wait, so a cancelled or finished run is noticed soon.
 MAX_IDLE_WAIT_SECONDS = 5.0
+# How often a decoding batch asks whether its run was cancelled (between forward steps).
+CANCEL_CHECK_SECONDS = 1.0
 # What a PostgreSQL restart or a dropped connection raises.
 DATABASE_ERRORS = (OperationalError, InterfaceError)
 RECONNECT_INTERVAL_SECONDS = 1.0
@@ -121,6 +125,7 @@ def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
     if run is None or not run.is_active:
         return True
     device = settings.SLOTWISE_DEVICE
+    set_phase(run_id, Run.Phase.LOADING)
     try:
         extractor = decoding.extractor_for(run.model_dir, device)
     except decoding.LoadFailedRecently:
@@ -158,6 +163,30 @@ def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
             recover_from_database_loss(run_id, owner, held, exc)
 
 
+def set_phase(run_id: int, phase: str) -> None:
+    """Say on the run what this worker does with it now (the run pages show it in words)."""
+    Run.objects.filter(pk=run_id).exclude(phase=phase).update(phase=phase, phase_since=timezone.now())
+
+
+def run_stopped(run_id: int, every: float = CANCEL_CHECK_SECONDS):
+    """A should_stop for the engine: True once the run is no longer active (cancelled, failed),
+    asking PostgreSQL at most every `every` seconds. A lost connection answers False: the batch goes
+    on, and the write after it meets the loss as it would anyway."""
+    asked_at = time.monotonic()
+
+    def should_stop() -> bool:
+        nonlocal asked_at
+        if time.monotonic() - asked_at < every:
+            return False
+        asked_at = time.monotonic()
+        try:
+            return not Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).exists()
+        except DATABASE_ERRORS:
+            return False
+
+    return should_stop
+
+
 def _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, attributes, held) -> bool:
     """Lease, decode and record one batch (its item ids go into `held` as soon as it is leased);
     False when the run is over."""
@@ -180,13 +209,21 @@ def _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, attribut
     if schema_id not in attributes:
         attributes[schema_id] = decoding.attribute_specs(schema_id)
     totals = None
+    set_phase(run_id, Run.Phase.DECODING)
     if todo:
-        with LeaseHeartbeat([item.id for item in items], owner, lease_seconds):
-            decoded, totals = decoding.decode_items(
-                extractor, todo, attributes[schema_id], run.decoder, stack
-            )
+        try:
+            with LeaseHeartbeat([item.id for item in items], owner, lease_seconds):
+                decoded, totals = decoding.decode_items(
+                    extractor, todo, attributes[schema_id], run.decoder, stack, run_stopped(run_id)
+                )
+        except decoding.Cancelled:
+            cancelled = cancel_own_leases(run_id, [item.id for item in items], owner)
+            log.info("run %s stopped: gave up a batch mid-decode, %d products cancelled", run_id, cancelled)
+            return False
         outcomes += decoded
+    set_phase(run_id, Run.Phase.WRITING)
     written = record_results(run_id, owner, outcomes, totals)
+    set_phase(run_id, Run.Phase.DECODING)
     if written < len(items):
         log.warning(
             "run %s: %d of %d leases were taken over before recording",

@@ -1,8 +1,14 @@
-"""Auto-accept at a chosen precision: the admin names a precision, the page proposes the
-confidence threshold that reaches it (review/precision.py), and accepting runs as a bulk accept
-of the filter's pending values with confidence at least that threshold."""
+"""Auto-accept at a chosen precision, per attribute: the admin names a precision, the page offers
+for each attribute of the run the confidence threshold whose precision, estimated on this catalog's
+blind labels, reaches it with the interval's lower end (review/precision.py); accepting runs as a
+bulk accept of that attribute's pending values with confidence at least that threshold. The
+threshold is computed again on the server when the accept is posted: nothing the form carries can
+lower it. Values cut by the token budget are never accepted in bulk (review/bulk.py)."""
+
+from urllib.parse import urlencode
 
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.roles import ADMIN, role_required
@@ -33,6 +39,18 @@ def pending_at_least(queue_filter: QueueFilter, threshold: float) -> QueueFilter
     return queue_filter.but(status="pending", min_confidence=threshold)
 
 
+def blind_url(run: Run) -> str:
+    """The blind labelling page over the run's catalog (and category)."""
+    params = {"catalog": run.catalog_id}
+    if run.category_id:
+        params["category"] = run.category_id
+    return (
+        f"{reverse('review:blind_label')}?{urlencode(params)}"
+        if run.catalog_id
+        else reverse("review:blind_start")
+    )
+
+
 @require_GET
 @role_required(ADMIN)
 def auto_accept(request):
@@ -47,33 +65,48 @@ def auto_accept(request):
     except ValueError as exc:
         return render(request, "review/auto_accept.html", {**context, "error": str(exc)}, status=400)
     run = Run.objects.filter(pk=queue_filter.run).first() if queue_filter.run else None
-    context.update(target=target, target_pct=precision.percent(target), run=run)
+    context.update(
+        target=target,
+        target_pct=precision.percent(target),
+        run=run,
+        min_products=precision.MIN_PRODUCTS,
+    )
     if run is not None:
         found = precision.estimate(run, target)
-        context["estimate"] = found
-        if found.proposal is not None:
-            accepting = pending_at_least(queue_filter, found.proposal.threshold)
-            context.update(
-                accept_params=accepting.as_params(),
-                accept_count=bulk.candidates(accepting, BulkAction.Action.ACCEPT).count(),
+        if queue_filter.attribute:
+            found.attributes = [a for a in found.attributes if a.attribute == queue_filter.attribute]
+        for attribute in found.offered:
+            accepting = pending_at_least(
+                queue_filter.but(attribute=attribute.attribute), attribute.proposal.threshold
             )
+            attribute.pending = bulk.candidates(accepting, BulkAction.Action.ACCEPT).count()
+        context.update(estimate=found, blind_url=blind_url(run))
     return render(request, "review/auto_accept.html", context)
 
 
 @require_POST
 @role_required(ADMIN)
 def start_auto_accept(request):
-    """Accept the filter's pending values with confidence >= the posted threshold, in bulk."""
+    """Accept one attribute's pending values with confidence >= the threshold offered for it at the
+    posted target, in bulk; refused when no threshold is offered (too little blind evidence)."""
     try:
         queue_filter = QueueFilter.from_params(request.POST)
-    except FilterError as exc:
+        target = parse_target(request.POST.get("target", ""))
+    except (FilterError, ValueError) as exc:
         return bad_request(f"Cannot auto-accept: {exc}")
-    if queue_filter.min_confidence is None:
-        return bad_request("min_confidence: auto-accept needs the threshold the page proposed")
+    run = Run.objects.filter(pk=queue_filter.run).first() if queue_filter.run else None
+    if run is None or not queue_filter.attribute:
+        return bad_request("Cannot auto-accept: the form must name the run and the attribute")
+    found = precision.estimate(run, target).of(queue_filter.attribute)
+    if found is None or found.proposal is None:
+        return bad_request(
+            f"Cannot auto-accept {queue_filter.attribute}: no threshold reaches {precision.percent(target)} "
+            "on this catalog's blind labels; label more products blind"
+        )
     back_to = queue_filter.but(status="", min_confidence=None).as_params()
     return launch_bulk(
         request,
-        pending_at_least(queue_filter, queue_filter.min_confidence),
+        pending_at_least(queue_filter, found.proposal.threshold),
         BulkAction.Action.ACCEPT,
         back_to,
     )

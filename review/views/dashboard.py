@@ -131,8 +131,19 @@ def dashboard(request):
         "gold_count": sum(n for _, n in gold_kinds),
         "gold_kinds": gold_kinds,
     }
+    raw_compare = request.GET.get("compare", "")
+    if raw_compare and not raw_compare.isdigit():
+        return bad_request(f"compare: expected a run number, got {raw_compare!r}")
+    other = runs.filter(pk=int(raw_compare)).first() if raw_compare else None
+    if raw_compare and other is None:
+        return bad_request(f"compare: there is no run #{raw_compare} with values")
+    context["other"] = other
     if run is not None:
-        columns = quality.comparison(run, prices)
+        if other is not None:
+            scope, columns = quality.compared(run, other, prices)
+            context["scope"] = scope
+        else:
+            columns = quality.comparison(run, prices)
         attributes, categories = _breakdown(columns, "per_attribute"), _breakdown(columns, "per_category")
         context.update(
             columns=columns,

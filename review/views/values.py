@@ -73,24 +73,39 @@ def _trigger(response, text: str, focus: int | None = None):
     return response
 
 
+def _on_page(request) -> set[int]:
+    """The value ids the queue page shows (its undo sends them), so an undo that reaches a value
+    elsewhere says so instead of changing it out of sight."""
+    return {int(p) for p in request.POST.get("on_page", "").split(",") if p.strip().isdigit()}
+
+
 @require_POST
 @reviewers_only
 def undo(request):
     try:
-        value, event = do_undo(request.user)
+        undone = do_undo(request.user)
     except NothingToUndo as exc:
         text, status = str(exc), 200
     except ReviewConflict as exc:
         text, status = f"Cannot undo: {exc}", CONFLICT
     else:
-        text = f"Undone: {value.attribute.name} of {value.product.sku} is {event.new_value!r} ({value.review.get_status_display().lower()}) again."
+        value = undone.value
         if not request.htmx:
-            messages.success(request, text)
+            messages.success(request, undone.text)
             return redirect_back(request)
+        if value is None:  # a bulk action: many rows may have changed, the page is drawn again
+            messages.success(request, undone.text)
+            response = render(request, "review/_empty.html")
+            response["HX-Refresh"] = "true"
+            return response
+        if value.pk not in _on_page(request):
+            response = render(request, "review/_empty.html")
+            response["HX-Reswap"] = "none"
+            return _trigger(response, f"{undone.text} It is not on this page.")
         response = _row_response(request, fresh_row(value.pk))
         response["HX-Retarget"] = f"#value-{value.pk}"
         response["HX-Reswap"] = "outerHTML"
-        return _trigger(response, text, focus=value.pk)
+        return _trigger(response, undone.text, focus=value.pk)
     if not request.htmx:
         messages.error(request, text)
         return redirect_back(request)

@@ -89,7 +89,9 @@
 
   function undo() {
     const app = document.getElementById("review-app");
-    htmx.ajax("POST", app.dataset.undoUrl, { source: app, target: app, swap: "none" });
+    // the rows on this page: an undo of a value elsewhere says so instead of changing it unseen
+    const onPage = rows().map((row) => row.id.replace("value-", "")).join(",");
+    htmx.ajax("POST", app.dataset.undoUrl, { source: app, target: app, swap: "none", values: { on_page: onPage } });
   }
 
   const handlers = {

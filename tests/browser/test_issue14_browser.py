@@ -1,13 +1,13 @@
 """In a real Chromium: the queue opens on the newest finished run and keeps its cursor after a
-filter change; an admin auto-accepts at 98% precision; a rater changes a vote and the results
+filter change; auto-accept refuses a threshold without blind gold, then offers one that skips cut values; a rater changes a vote and the results
 count the new one."""
-
-import json
 
 import pytest
 
 from evaluation.models import Vote
 from extraction.models import ExtractedValue, Run
+from review.models import GoldValue
+from review.opening import open_reviews
 from tests.support.ab_factories import make_campaign, make_two_runs
 from tests.support.browser import chromium_page, sign_in
 from tests.support.factories import make_run, make_scenario, make_values
@@ -43,30 +43,61 @@ def test_the_queue_opens_on_the_newest_finished_run_and_j_goes_to_row_two_after_
     assert ExtractedValue.objects.get(pk=color[0].pk).review.status == "pending"
 
 
-def test_an_admin_auto_accepts_at_98_percent(live_server, alice, password, tmp_path):
-    curve = [[0.0, 0.9, 1000, 0.88, 0.92], [0.8, 0.97, 600, 0.955, 0.98], [0.9, 0.985, 400, 0.97, 0.993]]
-    (tmp_path / "slotwise.json").write_text(json.dumps({"calibration": {"precision_curve": {"hpd": curve}}}))
-    confidences = [0.3, 0.6, 0.85, 0.89, 0.9, 0.93, 0.97, 0.99]
+def test_auto_accept_refuses_without_blind_gold_then_offers_a_threshold_that_skips_cut_values(
+    live_server, alice, password, tmp_path
+):
+    # 60 products: 45 Brand values at 0.99 (one of them cut by the token budget), 15 at 0.4.
+    confidences = [0.99] * 45 + [0.4] * 15
     scene = make_scenario(
         products=len(confidences), attributes=("Brand",), value_of=lambda i, n: (f"b{i}", confidences[i])
     )
-    Run.objects.filter(pk=scene.run.pk).update(model_dir=str(tmp_path))
+    values = sorted(scene.values, key=lambda v: v.product.sku)
+    cut = values[0]
+    ExtractedValue.objects.filter(pk=cut.pk).update(truncated=True)
+    open_reviews(ExtractedValue.objects.filter(pk=cut.pk))  # as the worker writing it does
     with chromium_page() as page:
         page.on("dialog", lambda dialog: dialog.accept())
         sign_in(page, live_server.url, "alice", password)
         page.goto(f"{live_server.url}/review/queue/?run={scene.run.pk}")
         page.click("#auto-accept-link")
-        page.fill("#target", "98%")
+        page.fill("#target", "90")
         page.click("#propose")
-        page.wait_for_selector("#proposal #threshold")
-        assert page.inner_text("#threshold") == "0.900"
-        assert page.inner_text("#estimate") == "98.5%" and page.inner_text("#interval") == "97.0%–99.3%"
-        assert page.inner_text("#accept-count") == "4" and "dev figures" in page.inner_text("#source")
-        page.click("#auto-accept")
+        page.wait_for_selector("#refusal")
+        assert "No threshold can be offered yet" in page.inner_text("#refusal")
+        assert page.inner_text("#products-needed") == "20" and page.inner_text("#labelled-count") == "0 of 60"
+        assert page.locator("button.auto-accept").count() == 0
+        assert "Needs about 35 more blind-labelled products" in page.inner_text("#attributes")
+        page.screenshot(path=str(tmp_path / "auto-accept-before.png"), full_page=True)
+        page.click("#label-blind")  # the refusal leads to the blind labelling of this catalog
+        page.wait_for_selector("#blind-product")
+        assert "0 of 60 products labelled blind" in page.inner_text("#blind-progress")
+
+        # 44 products labelled blind, each label the model's value: right at 0.99
+        GoldValue.objects.bulk_create(
+            GoldValue(
+                product=v.product,
+                attribute_name="Brand",
+                schema=scene.schema,
+                value=v.value,
+                provenance=GoldValue.Provenance.BLIND,
+                approved_by=alice,
+            )
+            for v in values[:45]
+        )
+        page.goto(f"{live_server.url}/review/auto-accept/?run={scene.run.pk}&target=90")
+        row = page.locator('#attributes tr[data-attribute="Brand"]')
+        assert row.get_attribute("data-offered") == "0.990000"
+        assert "100.0%" in row.inner_text() and row.locator(".pending").inner_text() == "44"
+        page.screenshot(path=str(tmp_path / "auto-accept-after.png"), full_page=True)
+        row.locator("button.auto-accept").click()
         page.wait_for_url(lambda url: "/review/queue/" in url)
-        page.wait_for_selector(".msg-success:has-text('Accepted 4 values')")
-    statuses = dict(ExtractedValue.objects.filter(run=scene.run).values_list("confidence", "review__status"))
-    assert statuses == {c: ("accepted" if c >= 0.9 else "pending") for c in confidences}
+        page.wait_for_selector(".msg-success:has-text('Accepted 44 values')")
+        # back in the queue, the cut value comes first, marked, still pending
+        first_row = page.locator("#value-list .vrow").first
+        assert first_row.get_attribute("id") == f"value-{cut.pk}" and first_row.locator(".cut").count() == 1
+    statuses = dict(ExtractedValue.objects.filter(run=scene.run).values_list("pk", "review__status"))
+    assert statuses.pop(cut.pk) == "pending"  # cut by the token budget: never auto-accepted
+    assert sorted(statuses.values()) == ["accepted"] * 44 + ["pending"] * 15
 
 
 def test_a_rater_changes_a_vote_and_the_results_count_the_new_one(live_server, carol, alice, password):

@@ -8,6 +8,7 @@ import pytest
 
 from catalog.models import Attribute
 from extraction.models import ExtractedValue
+from review.actions import do_review
 from review.models import ValueEvent
 from tests.support.browser import chromium_page, sign_in
 from tests.support.factories import make_scenario
@@ -185,3 +186,28 @@ def test_a_reviewer_corrects_an_enumeration_from_its_list_by_keyboard(live_serve
         edit(["n"], order[2])  # n/a is in the list too
     reviewed = [ExtractedValue.objects.get(pk=v.pk).review.reviewed_value for v in order]
     assert reviewed == ["Women", "Unisex", "n/a"]
+
+
+def test_u_after_a_bulk_accept_takes_the_bulk_accept_back_and_says_so(live_server, bob, password):
+    scene = make_scenario(products=30)  # 60 values over three pages
+    order = list(ExtractedValue.objects.filter(run=scene.run).order_by("confidence", "id"))
+    older = order[-1]  # bob corrected a value on the last page before
+    do_review(older.pk, 0, "correct", bob, text="Older fix")
+    with chromium_page() as page:
+        page.on("dialog", lambda dialog: dialog.accept())
+        sign_in(page, live_server.url, "bob", password)
+        page.goto(f"{live_server.url}/review/queue/?run={scene.run.pk}")
+        page.click("#bulk-accept")
+        page.wait_for_selector(".msg-success:has-text('Accepted 59 values')")
+        page.wait_for_selector(f"#value-{order[0].pk}.status-accepted")
+        page.keyboard.press("u")
+        page.wait_for_selector(".msg-success:has-text('Undone your bulk accept')")
+        assert "59 values back as they were" in page.inner_text(".messages")
+        page.wait_for_selector(f"#value-{order[0].pk}.status-pending")
+        page.keyboard.press("u")  # the next undo reaches the older change on another page: it says so
+        page.wait_for_selector("#review-status.show")
+        said = page.inner_text("#review-status")
+        assert said.startswith("Undone your correction of") and older.product.sku in said
+        assert said.endswith("It is not on this page.")
+    statuses = set(ExtractedValue.objects.filter(run=scene.run).values_list("review__status", flat=True))
+    assert statuses == {"pending"}

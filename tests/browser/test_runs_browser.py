@@ -8,7 +8,9 @@ from django.conf import settings
 from django.core.management import call_command
 
 from extraction.models import ExtractedValue, Run, WorkItem
+from extraction.services import RunRequest, do_start_run
 from tests.support.browser import chromium_page, sign_in
+from tests.support.runs_catalog import make_catalog
 from tests.support.workers import start_worker, stop_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -57,3 +59,33 @@ def test_an_admin_starts_a_run_on_the_demo_catalog_and_watches_it_finish(
         )
     )
     assert ExtractedValue.objects.filter(run=run).count() == 5 * 9
+
+
+def test_a_run_page_says_each_phase_queued_behind_loading_decoding_done(
+    live_server, alice, password, tmp_path
+):
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()  # no stale wake-ups from earlier tests
+    first = do_start_run(RunRequest(decoder="hpd", catalog=make_catalog(shoes=6, coffee=0), batch_size=2))[0]
+    second = do_start_run(RunRequest(decoder="hpd", catalog=make_catalog("Later", shoes=2, coffee=0)))[0]
+    with chromium_page() as page:
+        sign_in(page, live_server.url, "alice", password)
+        page.goto(f"{live_server.url}/runs/{second.id}/")
+        assert page.inner_text("#run-phase").startswith("Queued behind 1 run")
+        page.goto(f"{live_server.url}/runs/{first.id}/")
+        assert page.inner_text("#run-phase") == "Queued: waiting for a free worker"
+        # every phase the polled block shows, as a person watching would see them
+        page.evaluate(
+            """window.seen = []; setInterval(() => { const p = document.getElementById('run-phase');
+               if (p && window.seen[window.seen.length - 1] !== p.innerText) window.seen.push(p.innerText); }, 100);"""
+        )
+        worker = start_worker(queues="gpu", name="phases-gpu", log_path=tmp_path / "worker.log")
+        try:
+            page.wait_for_selector("#run-status:has-text('Done')", timeout=240_000)
+            seen = page.evaluate("window.seen")
+        finally:
+            stop_worker(worker, timeout=15)
+    assert seen[0] == "Queued: waiting for a free worker" and seen[-1].startswith("Done: 6 products in")
+    assert any(s.startswith("Loading the model") for s in seen), seen
+    assert any(s.startswith("Decoding") for s in seen), seen
+    # once a batch was written, the rate and the time left (the run has 3 batches of 2)
+    assert any(" products/s, about " in s for s in seen) or any(s.startswith("Writing") for s in seen), seen

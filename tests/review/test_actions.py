@@ -1,5 +1,6 @@
 """Single-value review actions: accept, correct, reject, n/a, undo, history, gold, conflicts."""
 
+import json
 import re
 
 import pytest
@@ -7,7 +8,9 @@ from django.urls import reverse
 
 from extraction.models import ExtractedValue
 from review.actions import ReviewConflict, do_review
-from review.models import GoldValue, ValueEvent
+from review.bulk import do_create_bulk_action, run_bulk_action
+from review.filters import QueueFilter
+from review.models import BulkAction, GoldValue, ValueEvent
 from tests.support.factories import make_scenario
 
 pytestmark = pytest.mark.django_db
@@ -107,18 +110,76 @@ def test_it_undoes_the_last_change_and_then_the_one_before(client_for, bob, scen
     first, second = scene.values[0], scene.values[1]
     post_action(client, first, "accept")
     post_action(client, second, "correct", text="Blue")
-    response = client.post(reverse("review:undo"), HTTP_HX_REQUEST="true")
+    on_page = {"on_page": f"{first.pk},{second.pk}"}
+    response = client.post(reverse("review:undo"), on_page, HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     assert response["HX-Retarget"] == f"#value-{second.pk}"
+    said = json.loads(response["HX-Trigger"])["review-message"]["text"]
+    assert said == (
+        f"Undone your correction of {second.attribute.name} of {second.product.sku} (run #{second.run_id}): "
+        f"it is {second.value!r} (pending) again."
+    )
     second.refresh_from_db()
     assert (second.review.status, second.review.reviewed_value) == ("pending", "")
     assert not GoldValue.objects.filter(source=second).exists()
-    client.post(reverse("review:undo"), HTTP_HX_REQUEST="true")
+    client.post(reverse("review:undo"), on_page, HTTP_HX_REQUEST="true")
     first.refresh_from_db()
     assert first.review.status == "pending"
     assert list(first.events.values_list("action", "undone")) == [("undo", False), ("accept", True)]
     response = client.post(reverse("review:undo"), HTTP_HX_REQUEST="true")
     assert "nothing to undo" in response["HX-Trigger"]
+
+
+def test_undo_walks_back_through_its_own_undos_without_calling_them_someone_elses(client_for, bob, scene):
+    value = scene.values[0]
+    do_review(value.pk, 0, "accept", bob)
+    do_review(value.pk, 1, "correct", bob, text="Puma")
+    client = client_for(bob)
+    client.post(reverse("review:undo"), {"on_page": str(value.pk)}, HTTP_HX_REQUEST="true")
+    response = client.post(reverse("review:undo"), {"on_page": str(value.pk)}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and "while you were looking" not in response["HX-Trigger"]
+    value.refresh_from_db()
+    assert value.review.status == "pending"
+
+
+def test_an_undo_of_a_value_off_this_page_says_so(client_for, bob, scene):
+    value = scene.values[0]
+    do_review(value.pk, 0, "accept", bob)
+    response = client_for(bob).post(
+        reverse("review:undo"), {"on_page": str(scene.values[1].pk)}, HTTP_HX_REQUEST="true"
+    )
+    said = json.loads(response["HX-Trigger"])["review-message"]["text"]
+    assert response["HX-Reswap"] == "none" and "HX-Retarget" not in response
+    assert said.startswith(f"Undone your acceptance of {value.attribute.name} of {value.product.sku}")
+    assert said.endswith("It is not on this page.")
+
+
+def test_undo_after_a_bulk_accept_takes_back_the_bulk_accept_not_an_older_change(
+    client_for, bob, alice, scene
+):
+    older = scene.values[0]
+    do_review(older.pk, 0, "correct", bob, text="Older")  # bob's older change, on another page
+    run_bulk_action(do_create_bulk_action(QueueFilter(run=scene.run.pk), "accept", bob).pk)
+    accepted = [v for v in scene.values if v.pk != older.pk]
+    changed = accepted[0]
+    do_review(changed.pk, 1, "reject", alice)  # someone changed one of them since
+    client = client_for(bob)
+    response = client.post(reverse("review:undo"), {"on_page": str(older.pk)}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and response["HX-Refresh"] == "true"
+    statuses = dict(scene.run.values.values_list("pk", "review__status"))
+    assert statuses.pop(older.pk) == "corrected" and statuses.pop(changed.pk) == "rejected"
+    assert set(statuses.values()) == {"pending"}
+    page = client.get(reverse("review:queue"), {"run": scene.run.pk}).content.decode()
+    job = BulkAction.objects.get()
+    assert (
+        f"Undone your bulk accept #{job.pk}: {len(accepted) - 1} values back as they were. "
+        "1 changed by someone since were left as they are."
+    ) in page
+    # the next undo reaches bob's older correction, and says which value it was
+    response = client.post(reverse("review:undo"), {"on_page": ""}, HTTP_HX_REQUEST="true")
+    assert f"of {older.attribute.name} of {older.product.sku}" in response["HX-Trigger"]
+    older.refresh_from_db()
+    assert older.review.status == "pending"
 
 
 def test_it_refuses_to_undo_over_someone_elses_later_change(client_for, bob, alice, scene):

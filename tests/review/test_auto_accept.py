@@ -1,12 +1,14 @@
-"""Auto-accept at a chosen precision: the estimate (reviewed values or dev figures), the proposal,
-the confidence range on bulk actions and exports, and the accept itself."""
+"""Auto-accept at a chosen precision: the estimate from this catalog's blind labels per attribute,
+the threshold offered only where the interval's lower end reaches the target, the labels still
+needed, the confidence range on bulk actions and exports, and the accept itself."""
 
 import json
+import math
 
 import pytest
 from django.urls import reverse
 
-from extraction import config
+from extraction.engine.calibration import wilson
 from extraction.models import ExtractedValue
 from review import precision
 from review.actions import do_review
@@ -17,38 +19,34 @@ from review.opening import open_reviews
 from tests.support.factories import make_scenario
 
 pytestmark = pytest.mark.django_db
-CURVE = [[0.0, 0.9, 1000, 0.88, 0.92], [0.8, 0.97, 600, 0.955, 0.98], [0.9, 0.985, 400, 0.97, 0.993]]
 
 
-def model_dir_with(tmp_path, calibration) -> str:
-    """A model directory whose slotwise.json holds `calibration` (None: no such key)."""
-    stored = {"label": "test model", "extractive": True}
-    if calibration is not None:
-        stored["calibration"] = calibration
-    (tmp_path / "slotwise.json").write_text(json.dumps(stored))
-    return str(tmp_path)
-
-
-FIT = "run `python -m extraction evaluate --fit-calibration` on this model to measure it"
-
-
-def too_few(judged: int) -> str:
-    return f"only {judged} values of this model are judged (the estimate uses them from 200 on)"
-
-
-def scene_with_confidences(confidences, model_dir="models/test"):
-    """One run, one Brand value per confidence (in that order)."""
+def scene_with_confidences(confidences, attributes=("Brand",)):
+    """One run, one value per attribute and confidence (product i's values at confidences[i])."""
     scene = make_scenario(
-        products=len(confidences), attributes=("Brand",), value_of=lambda i, n: (f"b{i}", 0.5)
+        products=len(confidences), attributes=attributes, value_of=lambda i, n: (f"{n[0].lower()}{i}", 0.5)
     )
-    values = sorted(scene.values, key=lambda v: v.product.sku)
-    for value, confidence in zip(values, confidences, strict=True):
-        value.confidence = confidence
+    values = sorted(scene.values, key=lambda v: (v.product.sku, v.attribute.position))
+    for value in values:
+        value.confidence = confidences[int(value.product.sku[1:])]
     ExtractedValue.objects.bulk_update(values, ["confidence"])
     open_reviews(values)  # as a worker writing a value again does: the review row takes the new confidence
-    scene.run.model_dir = model_dir
-    scene.run.save(update_fields=["model_dir"])
     return scene, values
+
+
+def label_blind(values, right, user):
+    """Blind labels of `values`' products: the value itself where right(i, value), else another."""
+    GoldValue.objects.bulk_create(
+        GoldValue(
+            product=v.product,
+            attribute_name=v.attribute.name,
+            schema=v.attribute.schema,
+            value=v.value if right(i, v) else "something else",
+            provenance=GoldValue.Provenance.BLIND,
+            approved_by=user,
+        )
+        for i, v in enumerate(values)
+    )
 
 
 def test_the_confidence_range_filters_and_refuses_bad_bounds():
@@ -106,128 +104,103 @@ def test_bulk_and_single_reviews_share_one_transition(bob):
         ("pending", "accepted", "b1", 1),
     ]
     assert (single.review.status, single.review.version) == ("rejected", 2)
-    assert list(GoldValue.objects.values_list("value", flat=True)) == ["b1"]  # the reject took b0's back
+    # Accepted in bulk, no person looked at b1: approved, never gold.
+    assert not GoldValue.objects.exists()
 
 
-def judge(values, right: int, bob):
-    """Review `values` by hand: the first `right` accepted, the rest corrected."""
-    for i, value in enumerate(values):
-        if i < right:
-            do_review(value.pk, 0, "accept", bob)
-        else:
-            do_review(value.pk, 0, "correct", bob, text="fixed")
+def test_without_enough_blind_labels_nothing_is_offered_and_it_says_how_many_are_needed(bob):
+    scene, values = scene_with_confidences([0.99] * 300)
+    for value in values[:250]:  # 250 values accepted one by one in the queue are not blind evidence
+        do_review(value.pk, 0, "accept", bob)
+    label_blind(values[250:260], lambda i, v: True, bob)  # 10 products labelled blind, all right
+    found = precision.estimate(scene.run, 0.95)
+    assert (found.labelled_products, found.run_products, found.too_few) == (10, 300, True)
+    assert found.products_needed == 10
+    brand = found.of("Brand")
+    assert (brand.labelled, brand.right, brand.proposal) == (10, 10, None)
+    # All right so far: the fewest all-right values whose Wilson lower end reaches 95% is 73.
+    assert wilson(73, 73)[0] >= 0.95 > wilson(72, 72)[0]
+    assert brand.needed == 73 - 10
 
 
-def test_with_200_judged_values_the_estimate_comes_from_them(bob, tmp_path):
-    # 100 values at 0.95 (99 right), 100 at 0.55 (60 right), 50 pending at 0.96 and 0.6.
-    confidences = [0.95] * 100 + [0.55] * 100 + [0.96] * 25 + [0.6] * 25
-    scene, values = scene_with_confidences(
-        confidences, model_dir_with(tmp_path, {"precision_curve": {"hpd": CURVE}})
+def test_a_threshold_is_offered_only_where_the_intervals_lower_end_reaches_the_target(bob):
+    # 100 products labelled blind: 80 at 0.95 all right, 20 at 0.6 half right. Brand as above,
+    # Color wrong everywhere: each attribute gets its own threshold or none.
+    scene, values = scene_with_confidences([0.95] * 80 + [0.6] * 20 + [0.97] * 5, ("Brand", "Color"))
+    labelled = [v for v in values if int(v.product.sku[1:]) < 100]
+    label_blind(
+        labelled,
+        lambda i, v: v.attribute.name == "Brand" and (v.confidence > 0.9 or int(v.product.sku[1:]) % 2),
+        bob,
     )
-    judge(values[:100], 99, bob)
-    judge(values[100:200], 60, bob)
-    found = precision.estimate(scene.run, 0.98)
-    assert (found.source, found.judged) == ("reviewed", 200)
-    p = found.proposal
-    assert (p.threshold, p.n, p.precision) == (0.95, 100, 0.99)
-    assert p.low == pytest.approx(0.9455, abs=1e-3) and p.high == pytest.approx(0.9982, abs=1e-3)  # Wilson
-    assert precision.estimate(scene.run, 0.999).proposal is None
-    # Bulk-accepted values are not judgements: they do not count, so auto-accept never feeds itself.
-    run_bulk_action(
-        do_create_bulk_action(QueueFilter(run=scene.run.pk, min_confidence=0.96), "accept", bob).pk
-    )
-    assert len(precision.judged_values(scene.run)) == 200
+    found = precision.estimate(scene.run, 0.95)
+    brand, color = found.of("Brand"), found.of("Color")
+    assert brand.proposal.threshold == 0.95 and brand.proposal.n == 80
+    assert brand.proposal.low == pytest.approx(wilson(80, 80)[0]) and brand.proposal.low >= 0.95
+    # all 100 together would be 90% right: 0.6 is not offered
+    assert (color.proposal, color.needed, color.right) == (None, None, 0)
+    # At 97% even 80 all-right values are too few: enough products are asked for that 80% of them
+    # (the share of Brand's values at 0.95) make an all-right sample whose lower end reaches 97%.
+    strict = precision.estimate(scene.run, 0.97).of("Brand")
+    fewest = next(m for m in range(20, 1000) if wilson(m, m)[0] >= 0.97)
+    assert strict.proposal is None and strict.needed == math.ceil(fewest / 0.8) - 100 > 0
 
 
-def test_blind_labels_judge_the_values_of_their_products(bob, tmp_path):
-    scene, values = scene_with_confidences([0.5, 0.7, 0.9, 0.95, 0.99])  # values b0 .. b4
-    labels = {0: "b0", 1: "something else", 2: "n/a", 3: "b3", 4: "b4"}
-    for i, label in labels.items():
-        value = values[i]
-        GoldValue.objects.create(
-            product=value.product,
-            attribute_name=value.attribute.name,
-            schema=value.attribute.schema,
-            value=label,
-            provenance=GoldValue.Provenance.BLIND,
-            approved_by=bob,
-        )
-    do_review(values[4].pk, 0, "correct", bob, text="fixed")  # judged by hand: counted once, as wrong
-    assert sorted(precision.judged_values(scene.run)) == [
-        (0.5, True),
-        (0.7, False),
-        (0.9, False),  # a value where the label says the attribute is absent
-        (0.95, True),
-        (0.99, False),
-    ]
-    assert precision.estimate(scene.run, 0.98).note == (
-        f"No estimate: {too_few(5)}, and {scene.run.model_dir}/slotwise.json has no "
-        f'"calibration" block: {FIT}.'
-    )
-
-
-def test_below_200_judged_values_the_dev_figures_stand_in(bob, tmp_path):
-    scene, values = scene_with_confidences(
-        [0.5, 0.85, 0.92, 0.97], model_dir_with(tmp_path, {"precision_curve": {"hpd": CURVE}})
-    )
-    judge(values[:1], 1, bob)
-    found = precision.estimate(scene.run, 0.98)
-    assert (found.source, found.judged) == ("dev", 1)
-    assert (found.proposal.threshold, found.proposal.n, found.proposal.low) == (0.9, 400, 0.97)
-    assert found.note == (
-        f"{too_few(1)}; until then the dev figures stand in, measured on the dev sets, not on this catalog"
-    )
-    # A model without the curve says what is missing and proposes nothing.
-    missing = {
-        None: 'has no "calibration" block',
-        json.dumps({"hpd": 2.0}): "has no calibration → precision_curve → hpd",
-        json.dumps({"precision_curve": {"ar": CURVE}}): "has no calibration → precision_curve → hpd",
-    }
-    for calibration, what in missing.items():
-        model_dir = model_dir_with(tmp_path, calibration and json.loads(calibration))
-        found = precision.estimate(type(scene.run)(decoder="hpd", model_dir=model_dir), 0.98)
-        assert found.proposal is None and found.source == ""
-        assert (
-            found.note
-            == f"No estimate: {too_few(found.judged)}, and {model_dir}/slotwise.json {what}: {FIT}."
-        )
-    with pytest.raises(config.NoPrecisionCurve, match="row 1 is not"):
-        config.dev_precision_curve(
-            config.run_model_path(
-                model_dir_with(tmp_path, {"precision_curve": {"hpd": [[0.9, "x", 1, 0, 1]]}})
-            ),
-            "hpd",
-        )
-
-
-def test_the_page_proposes_a_threshold_and_accepting_takes_only_what_it_said(client_for, alice, tmp_path):
-    scene, values = scene_with_confidences(
-        [0.5, 0.85, 0.9, 0.97, 0.99], model_dir_with(tmp_path, {"precision_curve": {"hpd": CURVE}})
-    )
-    do_review(values[4].pk, 0, "reject", alice)  # rejected: auto-accept takes pending values only
+def test_cut_values_are_not_evidence_and_never_auto_accepted(client_for, alice):
+    scene, values = scene_with_confidences([0.99] * 120)
+    label_blind(values[:100], lambda i, v: True, alice)
+    cut = values[110]
+    ExtractedValue.objects.filter(pk__in=[values[0].pk, cut.pk]).update(truncated=True)
+    found = precision.estimate(scene.run, 0.95).of("Brand")
+    assert found.labelled == 99 and found.proposal.threshold == 0.99
     client = client_for(alice)
-    page = client.get(reverse("review:auto_accept"), {"run": scene.run.pk, "target": "98%"})
+    client.post(
+        reverse("review:start_auto_accept"), {"run": scene.run.pk, "attribute": "Brand", "target": "95"}
+    )
+    statuses = {v.pk: ExtractedValue.objects.get(pk=v.pk).review.status for v in values}
+    assert statuses[cut.pk] == statuses[values[0].pk] == "pending"
+    assert sum(s == "accepted" for s in statuses.values()) == 118
+    # nor by a plain bulk accept
+    run_bulk_action(do_create_bulk_action(QueueFilter(run=scene.run.pk), "accept", alice).pk)
+    assert ExtractedValue.objects.get(pk=cut.pk).review.status == "pending"
+
+
+def test_the_page_refuses_then_offers_and_accepting_takes_only_what_it_offered(client_for, alice):
+    scene, values = scene_with_confidences([0.5] * 10 + [0.99] * 90)
+    client = client_for(alice)
+    page = client.get(reverse("review:auto_accept"), {"run": scene.run.pk, "target": "95%"})
     body = page.content.decode()
     assert page.status_code == 200
-    assert 'id="threshold">0.900<' in body and 'id="estimate">98.5%<' in body and "97.0%–99.3%" in body
-    assert (
-        'id="accept-count">2<' in body and 'data-source="dev"' in body and "dev figures of this model" in body
+    assert 'id="refusal"' in body and "No threshold can be offered yet" in body
+    assert 'id="products-needed">20<' in body and f"catalog={scene.catalog.pk}" in body
+    assert 'class="primary auto-accept"' not in body
+    refused = client.post(
+        reverse("review:start_auto_accept"),
+        {"run": scene.run.pk, "attribute": "Brand", "target": "95", "min_confidence": "0"},
     )
+    assert refused.status_code == 400 and "no threshold reaches 95.0%" in refused.content.decode()
+    assert not BulkAction.objects.exists()
+
+    label_blind(values[10:90], lambda i, v: True, alice)  # 80 products labelled blind, all right
+    do_review(values[95].pk, 0, "reject", alice)  # rejected: auto-accept takes pending values only
+    body = client.get(reverse("review:auto_accept"), {"run": scene.run.pk, "target": "95"}).content.decode()
+    assert 'id="refusal"' not in body
+    assert 'data-offered="0.990000"' in body and '<td class="pending">89</td>' in body
     response = client.post(
         reverse("review:start_auto_accept"),
-        {"run": scene.run.pk, "status": "pending", "min_confidence": "0.9"},
+        {"run": scene.run.pk, "attribute": "Brand", "target": "95", "min_confidence": "0.1"},
     )
     assert response.status_code == 302 and "min_confidence" not in response["Location"]
     statuses = [ExtractedValue.objects.get(pk=v.pk).review.status for v in values]
-    assert statuses == ["pending", "pending", "accepted", "accepted", "rejected"]
+    assert statuses.count("accepted") == 89 and statuses[:10] == ["pending"] * 10  # the posted 0.1 is ignored
     job = BulkAction.objects.get()
-    assert job.filters["min_confidence"] == "0.9" and job.filters["status"] == "pending"
+    assert job.filters["min_confidence"] == "0.99" and job.filters["attribute"] == "Brand"
+    assert not GoldValue.objects.exclude(provenance="blind").exists()  # auto-accepted: never gold
     bad = client.get(reverse("review:auto_accept"), {"run": scene.run.pk, "target": "lots"})
     assert (
         bad.status_code == 400
         and "target precision: &#x27;lots&#x27; is not a number" in bad.content.decode()
     )
-    assert client.post(reverse("review:start_auto_accept"), {"run": scene.run.pk}).status_code == 400
 
 
 def test_auto_accept_is_for_admins_only(client_for, bob):

@@ -4,6 +4,8 @@ import pytest
 from django.urls import reverse
 
 from catalog.models import Attribute
+from review.actions import do_review
+from review.blind import draw
 from review.models import GoldValue
 from tests.support.factories import (
     make_catalog,
@@ -26,6 +28,11 @@ def guessing_scenario(products=3):
         product.title, product.description = f"Plain product {i}", "A description of it."
         product.save()
     return scene
+
+
+def in_sample_order(products):
+    """Products in the order the blind pages serve them: the seeded sample's."""
+    return sorted(products, key=lambda p: draw(p.pk))
 
 
 def label_url(scene, **params):
@@ -54,19 +61,19 @@ def test_the_page_shows_the_product_text_and_no_value_of_any_run(client_for, bob
     start = client.get(reverse("review:blind_start")).content.decode()
     assert f'<option value="{scene.catalog.pk}">{scene.catalog.name}</option>' in start
     body = client.get(label_url(scene)).content.decode()
-    first = scene.products[0]
+    first = in_sample_order(scene.products)[0]
     assert first.title in body and first.sku in body
     assert body.count('class="blind-input"') == 2 and 'value=""' in body
     shown = [v.value for v in scene.run.values.all()] + ["secondrunvalue"]
     confidences = [f"{v.confidence}" for v in scene.run.values.all()] + ["0.6642", "0.87", "87%"]
     assert [text for text in shown + confidences if text in body] == []
-    assert "0 of 3 products labelled" in body
+    assert "0 of 3 products labelled blind" in body
 
 
 def test_saving_labels_makes_blind_gold_and_serves_the_next_product_in_order(client_for, bob):
     scene = guessing_scenario()
     client = client_for(bob)
-    first, second, third = scene.products
+    first, second, third = in_sample_order(scene.products)
     response = save(client, scene, first, {"Brand": "  Acme ", "Color": "N/A"})
     assert response.status_code == 302 and f"after={first.pk}" in response["Location"]
     assert set(
@@ -76,7 +83,7 @@ def test_saving_labels_makes_blind_gold_and_serves_the_next_product_in_order(cli
         (first.pk, "Color", "n/a", "blind", bob.pk),
     }
     body = client.get(response["Location"]).content.decode()
-    assert f'data-product="{second.pk}"' in body and "1 of 3 products labelled" in body
+    assert f'data-product="{second.pk}"' in body and "1 of 3 products labelled blind" in body
     # Skipping the second product serves the third; once that is labelled, the skipped one comes back.
     body = client.get(label_url(scene, after=second.pk)).content.decode()
     assert f'data-product="{third.pk}"' in body
@@ -84,7 +91,31 @@ def test_saving_labels_makes_blind_gold_and_serves_the_next_product_in_order(cli
     assert f'data-product="{second.pk}"' in client.get(response["Location"]).content.decode()
     save(client, scene, second, {"Brand": "b", "Color": "c"})
     done = client.get(label_url(scene)).content.decode()
-    assert 'id="blind-done"' in done and "3 of 3 products labelled" in done
+    assert 'id="blind-done"' in done and "3 of 3 products labelled blind" in done
+
+
+def test_blind_labels_are_their_own_pool_a_seeded_sample_whatever_other_gold_there_is(client_for, bob):
+    scene = guessing_scenario(products=12)
+    ordered = in_sample_order(scene.products)
+    # Gold of other kinds (a value accepted by hand, a catalog value) does not take a product out.
+    do_review(scene.run.values.get(product=ordered[0], attribute__name="Brand").pk, 0, "accept", bob)
+    GoldValue.objects.create(
+        product=ordered[1], attribute_name="Color", schema=scene.schema, value="Red", provenance="catalog"
+    )
+    client = client_for(bob)
+    body = client.get(label_url(scene)).content.decode()
+    assert f'data-product="{ordered[0].pk}"' in body and "0 of 12 products labelled blind" in body
+    served = []
+    after = None
+    for _ in range(12):  # walking the pool serves every product once, in the sample's order
+        body = client.get(label_url(scene, **({"after": after} if after else {}))).content.decode()
+        product = next(p for p in scene.products if f'data-product="{p.pk}"' in body)
+        served.append(product)
+        save(client, scene, product, {"Brand": "b", "Color": "c"})
+        after = product.pk
+    assert served == ordered
+    assert draw(ordered[0].pk) < draw(ordered[1].pk)  # md5 here is PostgreSQL's md5
+    assert "12 of 12 products labelled blind" in client.get(label_url(scene)).content.decode()
 
 
 def test_a_category_narrows_the_selection(client_for, bob):
@@ -92,7 +123,7 @@ def test_a_category_narrows_the_selection(client_for, bob):
     mugs = make_schema("Mugs", ("Shape",))
     mug = make_product(scene.catalog, mugs.category, title="Round mug")
     body = client_for(bob).get(label_url(scene, category=mugs.category.pk)).content.decode()
-    assert f'data-product="{mug.pk}"' in body and "0 of 1 product labelled" in body and "Shape" in body
+    assert f'data-product="{mug.pk}"' in body and "0 of 1 product labelled blind" in body and "Shape" in body
 
 
 def test_bad_labels_are_refused_with_what_and_where_and_store_nothing(client_for, bob):

@@ -45,13 +45,55 @@ def test_it_exports_only_approved_values_as_long_csv(client_for, bob):
 
 
 @pytest.mark.django_db
+def test_a_cut_value_accepted_as_it_is_says_so_in_every_shape(client_for, bob):
+    scene = make_scenario(products=2)
+    cut_brand, cut_color = (v for v in scene.values if v.product == scene.products[0])
+    ExtractedValue.objects.filter(pk__in=[cut_brand.pk, cut_color.pk]).update(truncated=True)
+    do_review(cut_brand.pk, 0, "accept", bob)  # kept as the model wrote it: still cut
+    do_review(cut_color.pk, 0, "correct", bob, text="Crimson")  # typed by a person: not cut
+    for v in scene.values:
+        if v.product == scene.products[1]:
+            do_review(v.pk, 0, "accept", bob)
+    client = client_for(bob)
+    long = json.loads(export(client, scene, "json", "long").content)
+    assert [(r["sku"], r["attribute"], r["cut"]) for r in long] == [
+        ("S0000", "Brand", "cut by the token budget"),
+        ("S0000", "Color", ""),
+        ("S0001", "Brand", ""),
+        ("S0001", "Color", ""),
+    ]
+    wide = list(csv.DictReader(io.StringIO(export(client, scene, "csv", "wide").content.decode())))
+    assert [r["cut by the token budget"] for r in wide] == ["Brand", ""]
+    assert [r["cut"] for r in json.loads(export(client, scene, "json", "wide").content)] == [["Brand"], []]
+
+
+@pytest.mark.django_db
 def test_it_exports_wide_csv_and_json_in_both_shapes(client_for, bob):
     scene = make_scenario(products=2)
     approve_all(scene, bob)
     client = client_for(bob)
     wide = list(csv.reader(io.StringIO(export(client, scene, "csv", "wide").content.decode())))
-    assert wide[0] == ["catalog", "sku", "title", "category", "Brand", "Brand (raw)", "Color", "Color (raw)"]
-    assert wide[1][1:] == ["S0000", "Item 0 brand0 color0", "Shoes", "brand0", "brand0", "color0", "color0"]
+    assert wide[0] == [
+        "catalog",
+        "sku",
+        "title",
+        "category",
+        "Brand",
+        "Brand (raw)",
+        "Color",
+        "Color (raw)",
+        "cut by the token budget",
+    ]
+    assert wide[1][1:] == [
+        "S0000",
+        "Item 0 brand0 color0",
+        "Shoes",
+        "brand0",
+        "brand0",
+        "color0",
+        "color0",
+        "",
+    ]
     assert len(wide) == 3
     data = json.loads(export(client, scene, "json", "wide").content)
     assert data[1]["sku"] == "S0001" and data[1]["values"] == {"Brand": "brand1", "Color": "color1"}
@@ -96,6 +138,7 @@ def test_attribute_names_in_the_wide_header_are_neutralized_too(client_for, bob)
     assert header == [
         "catalog", "sku", "title", "category",
         "'=SUM(1+1)", "'=SUM(1+1) (raw)", "'@cmd", "'@cmd (raw)", "Brand", "Brand (raw)",
+        "cut by the token budget",
     ]  # fmt: skip
     assert not ExportJob.objects.exists()  # an export within the request stores nothing
 

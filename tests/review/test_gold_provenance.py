@@ -1,13 +1,16 @@
 """Honest gold: each gold value knows how it was made, and a run is never scored on gold it supplied.
 
 The case of issue 14: a bulk accept of run X's values (many of them wrong) made the dashboard score
-X against its own values. Here those values count for another run Y over the same products, never
-for X; blind labels count for every run.
+X against its own values. Here X's values accepted by hand count for another run Y over the same
+products, never for X; blind labels count for every run. Issue 30: values accepted in bulk
+(auto-accept included) are never gold, for any run nor for training.
 """
 
+import json
 import re
 
 import pytest
+from django.core.management import call_command
 from django.template.defaultfilters import floatformat
 from django.urls import reverse
 
@@ -51,11 +54,33 @@ def f1_of(run, gold_of) -> float:
     return report.micro.f1
 
 
-def test_values_accepted_from_run_x_do_not_score_x_but_do_score_y(client_for, bob):
+def test_values_accepted_in_bulk_are_never_gold_nor_training_data(client_for, bob, tmp_path):
     scene, x, y = two_runs()
     client = client_for(bob)
     response = client.post(reverse("review:bulk"), {"run": x.pk, "action": "accept"})
-    assert response.status_code == 302
+    assert response.status_code == 302 and x.values.filter(review__status="accepted").count() == 16
+    assert not GoldValue.objects.exists()
+    assert quality.column(y, {}).gold.total == 0  # Y is not scored on values no person looked at
+    assert b"".join(client.get(reverse("review:gold_download")).streaming_content) == b""
+    out = tmp_path / "gold.jsonl"
+    call_command("export_gold", out=str(out))
+    assert out.read_text() == ""
+    # Still approved values: the export of approved values carries them.
+    export = client.post(reverse("review:export"), {"run": x.pk, "format": "json", "shape": "long"})
+    assert len(json.loads(export.content)) == 16
+    # A person correcting one of them makes that one gold; undoing it takes it back again.
+    value = x.values.first()
+    do_review(value.pk, 1, "correct", bob, text="Typed")
+    assert GoldValue.objects.get().provenance == Provenance.CORRECTED
+    do_undo(bob)
+    assert not GoldValue.objects.exists()
+
+
+def test_values_accepted_from_run_x_do_not_score_x_but_do_score_y(client_for, bob):
+    scene, x, y = two_runs()
+    client = client_for(bob)
+    for value in x.values.all():
+        do_review(value.pk, 0, "accept", bob)
     assert GoldValue.objects.filter(provenance=Provenance.ACCEPTED, from_run=x).count() == 16
 
     x_column, y_column = (
@@ -131,6 +156,8 @@ def test_a_blind_label_outranks_reviews_of_model_values(client_for, bob):
     # Neither a single accept nor a bulk accept of a run's values replaces the blind labels.
     do_review(x.values.get(product=first, attribute__name="Color").pk, 0, "accept", bob)
     client_for(bob).post(reverse("review:bulk"), {"run": x.pk, "action": "accept"})
+    for value in x.values.filter(product=scene.products[1]):
+        do_review(value.pk, 1, "correct", bob, text=value.value)  # kept as it was, by hand
     blind = GoldValue.objects.filter(product=first)
     assert set(blind.values_list("value", "provenance")) == {
         ("Typed", Provenance.BLIND),
@@ -163,7 +190,7 @@ def test_the_interval_and_the_calibration_rest_on_honest_gold(bob):
 
 
 def test_the_dashboard_draws_a_reliability_diagram_per_run_beside_the_ece(client_for, bob):
-    scene, x, y = two_runs(products=6)
+    scene, x, y = two_runs(products=20)
     for i, product in enumerate(scene.products):
         do_blind_label(product, scene.schema.pk, {"Brand": f"brand{i}", "Color": "n/a"}, bob)
     body = client_for(bob).get(reverse("review:dashboard"), {"run": x.pk}).content.decode()
@@ -173,7 +200,7 @@ def test_the_dashboard_draws_a_reliability_diagram_per_run_beside_the_ece(client
         ).group(0)
         assert figure.count('class="bar-label"') == 10  # a count under each of the 10 bins
         ece = re.search(rf'class="ece" data-run="{run.pk}" data-values="(\d+)" data-ece="([0-9.]+)"', body)
-        assert int(ece.group(1)) == 12  # every value was given (none n/a), all judged
+        assert int(ece.group(1)) == 40  # every value was given (none n/a), all judged
         # the interval shown is the one the cell carries, to the three places the page gives
         low, high = re.search(
             rf'class="f1" data-run="{run.pk}" data-f1="[0-9.]+" data-low="([0-9.]+)" data-high="([0-9.]+)"',
@@ -181,3 +208,12 @@ def test_the_dashboard_draws_a_reliability_diagram_per_run_beside_the_ece(client
         ).groups()
         shown = f'<span class="interval">95% interval {floatformat(float(low), 3)}–{floatformat(float(high), 3)}</span>'
         assert shown in body
+
+
+def test_under_20_products_the_f1_has_no_interval_and_says_what_is_missing(client_for, bob):
+    scene, x, y = two_runs(products=3)
+    do_blind_label(scene.products[0], scene.schema.pk, {"Brand": "brand0", "Color": "n/a"}, bob)
+    assert quality.column(x, {}).interval is None
+    body = client_for(bob).get(reverse("review:dashboard"), {"run": x.pk}).content.decode()
+    assert 'class="interval"' not in body and "0.250–0.250" not in body
+    assert "on 1 product: an interval needs 19 more products with gold" in body

@@ -1,11 +1,14 @@
 """The review queue: ordering, filters, the document beside the values, htmx partials."""
 
+import re
+
 import pytest
 from django.test import override_settings
 from django.urls import reverse
 
-from extraction.models import Run
+from extraction.models import ExtractedValue, Run
 from review.actions import do_review
+from review.opening import open_reviews
 from tests.support.factories import link_runs, make_run, make_scenario, make_values
 
 pytestmark = pytest.mark.django_db
@@ -25,6 +28,24 @@ def test_it_lists_lowest_confidence_first_with_document_and_highlight(client_for
     assert rows_in(body) == expected
     assert '<mark class="span">brand0</mark>' in body  # the span, highlighted in the document
     assert "Item 0 brand0 color0" in body
+
+
+def test_values_cut_by_the_token_budget_come_first_on_every_sort_and_page(client_for, bob):
+    scene = make_scenario(products=5)
+    by_confidence = sorted(scene.values, key=lambda v: (v.confidence, v.pk))
+    cut = [by_confidence[-1], by_confidence[4]]  # the most confident and a middle one
+    ExtractedValue.objects.filter(pk__in=[v.pk for v in cut]).update(truncated=True)
+    open_reviews(ExtractedValue.objects.filter(run=scene.run))  # as the worker writing them does
+    expected = [str(v.pk) for v in sorted(cut, key=lambda v: v.confidence)] + [
+        str(v.pk) for v in by_confidence if v not in cut
+    ]
+    client = client_for(bob)
+    with override_settings(REVIEW_PAGE_SIZE=3):
+        first = client.get(reverse("review:queue"), {"run": scene.run.pk}).content.decode()
+        after = re.search(r'id="next-page" class="button" href="[^"]*&amp;after=([^"&]+)"', first).group(1)
+        second = client.get(reverse("review:queue"), {"run": scene.run.pk, "after": after}).content.decode()
+    assert rows_in(first) + rows_in(second)[:3] == expected[:6]
+    assert first.count('<span class="cut" title=') == 2  # both marked with the scissors
 
 
 def test_it_filters_by_attribute_status_catalog_and_category(client_for, bob):

@@ -196,6 +196,35 @@ def test_a_cancelled_run_stops_taking_work(workers):
     assert_exactly_once(run)
 
 
+def test_cancel_stops_the_batch_in_flight_within_seconds_and_the_next_run_starts(workers):
+    catalog = make_catalog(shoes=40, coffee=0)
+    workers("w1")
+    run = start_run(catalog, batch_size=40, stack=4)  # one batch of 40: a minute or more on this CPU
+    behind = start_run(make_catalog("Next shop", shoes=2, coffee=0), batch_size=2, stack=2)  # queued behind
+    wait_until(
+        lambda: WorkItem.objects.filter(run=run, status=WorkItem.Status.LEASED).count() == 40,
+        timeout=RUN_TIMEOUT,
+        what="the batch of 40 to be leased",
+    )
+    time.sleep(2)  # decoding now
+    cancelled_at = time.monotonic()
+    do_cancel_run(run.id)
+    wait_until(
+        lambda: not WorkItem.objects.filter(run=run, status=WorkItem.Status.LEASED).exists(),
+        timeout=60,
+        what="the batch in flight to be given up",
+    )
+    stopped_after = time.monotonic() - cancelled_at
+    run.refresh_from_db()
+    assert stopped_after < 10, f"the batch went on for {stopped_after:.1f} s after the cancel"
+    assert run.status == Run.Status.CANCELLED and run.finished_at and run.done == 0
+    assert set(WorkItem.objects.filter(run=run).values_list("status", flat=True)) == {"cancelled"}
+    assert not ExtractedValue.objects.filter(run=run).exists()  # nothing half-decoded is written
+    # the worker is free: the run queued behind starts and finishes
+    behind = wait_until(lambda: finished(behind), timeout=RUN_TIMEOUT, what="the run queued behind")
+    assert behind.status == Run.Status.DONE and behind.done == 2
+
+
 def test_a_run_whose_wake_up_messages_were_lost_still_finishes(workers):
     catalog = make_catalog(shoes=3, coffee=2)
     run = start_run(catalog, batch_size=5, stack=5)

@@ -1,0 +1,95 @@
+"""How long an attribute's values may be, in words, and the size suggested for it.
+
+The model writes each value into a slot of a fixed number of tokens (the attribute's token budget,
+`Attribute.max_tokens`); a value longer than that is cut short ("100 O", "Fresh Scen"). Catalog teams
+think in characters, so the editor says "up to about N characters (T tokens)", and an attribute
+added without a size gets one from two sources: the longest value of that attribute in the data the
+default model was trained on (its slotwise.json `attribute_budgets`, written by the training
+command), and the longest value this category's products already carry (known values, counted with
+the model's own tokenizer when its file is there). Neither source reads torch.
+"""
+
+import functools
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.db.models.fields.json import KeyTextTransform
+
+from catalog.models import Category, Product
+from catalog.schemas import MAX_TOKEN_BUDGET
+
+DEFAULT_TOKENS = 12  # when neither source knows the attribute
+MARGIN = 2  # tokens beyond the longest value seen: the terminator and a little room
+LOW = 4
+CHARS_PER_TOKEN = 3  # product text runs about 3 to 4 characters a token; the lower end, to be safe
+COMMITTED_MODEL = Path(settings.BASE_DIR) / "models" / "slotwise-smollm2"
+
+
+@dataclass(frozen=True)
+class Budget:
+    tokens: int
+    why: str  # where the size comes from, in words
+
+
+def in_words(tokens: int) -> str:
+    return f"up to about {tokens * CHARS_PER_TOKEN} characters ({tokens} tokens)"
+
+
+def _model_dir() -> Path:
+    configured = Path(settings.SLOTWISE_MODEL_DIR)
+    return configured if (configured / "slotwise.json").is_file() else COMMITTED_MODEL
+
+
+@functools.cache
+def _trained(model_dir: Path) -> dict[str, int]:
+    path = model_dir / "slotwise.json"
+    stored = json.loads(path.read_text()) if path.is_file() else {}
+    return {k: int(v) for k, v in stored.get("attribute_budgets", {}).items()}
+
+
+@functools.cache
+def _tokenizer(model_dir: Path):
+    path = model_dir / "tokenizer.json"
+    if not path.is_file():
+        return None
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(path))
+
+
+def tokens_of(text: str) -> int:
+    tokenizer = _tokenizer(_model_dir())
+    if tokenizer is None:
+        return math.ceil(len(text) / CHARS_PER_TOKEN)
+    return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def longest_known(category: Category, name: str) -> str | None:
+    """The longest known value of attribute `name` among the category's products."""
+    values = (
+        Product.objects.filter(category=category, known_values__has_key=name)
+        .annotate(known=KeyTextTransform(name, "known_values"))
+        .values_list("known", flat=True)
+    )
+    texts = [str(v) for v in values if v not in (None, "")]
+    return max(texts, key=len) if texts else None
+
+
+def suggested(category: Category, name: str) -> Budget:
+    """The size for attribute `name` of `category`: the longest value of the training data and of
+    the category's known values, plus a margin."""
+    trained = _trained(_model_dir()).get(name)
+    known = longest_known(category, name)
+    sizes, reasons = [], []
+    if trained:
+        sizes.append(trained)
+        reasons.append(f"{trained} tokens fit the longest {name} the model was trained on")
+    if known is not None:
+        sizes.append(tokens_of(known) + MARGIN)
+        reasons.append(f"this catalog's longest known {name}, {known!r}, needs {tokens_of(known)}")
+    if not sizes:
+        return Budget(DEFAULT_TOKENS, "neither the training data nor this catalog knows it: the default")
+    return Budget(min(max(max(sizes), LOW), MAX_TOKEN_BUDGET), "; ".join(reasons))
