@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db.models.fields.json import KeyTextTransform
 
 from catalog.models import Category, Product
 from catalog.schemas import MAX_TOKEN_BUDGET
@@ -69,12 +68,12 @@ def tokens_of(text: str) -> int:
 
 def longest_known(category: Category, name: str) -> str | None:
     """The longest known value of attribute `name` among the category's products."""
-    values = (
-        Product.objects.filter(category=category, known_values__has_key=name)
-        .annotate(known=KeyTextTransform(name, "known_values"))
-        .values_list("known", flat=True)
+    # the key is read in Python: Django's key transforms take a name that looks like a number
+    # ("12", "1.5") for an array index, which PostgreSQL refuses on an object
+    rows = Product.objects.filter(category=category, known_values__has_key=name).values_list(
+        "known_values", flat=True
     )
-    texts = [str(v) for v in values if v not in (None, "")]
+    texts = [str(v) for v in (row.get(name) for row in rows) if v not in (None, "")]
     return max(texts, key=len) if texts else None
 
 
