@@ -85,10 +85,15 @@ def value_choices(index, target: list[int], na: list[int], end: int) -> list[lis
     """For each token of a gold value (value ids + end token): the tokens extractive decoding
     allows at that step (extractive.SpanState). None when the gold value is not a span of the
     document (it could not be decoded extractively, so it gets no extractive loss)."""
-    state = span.SpanState(index, na, end)
+    return walk_allowed(span.SpanState(index, na, end), target, list)
+
+
+def walk_allowed(state, target: list[int], as_list) -> list[list[int]] | None:
+    """Walk a constraint state along target: the tokens it allows before each token (as_list turns
+    its allowed() into a list of ids), None as soon as target leaves what it allows."""
     out = []
     for i, tok in enumerate(target):
-        allowed = state.allowed()
+        allowed = as_list(state.allowed())
         if tok not in allowed:
             return None
         out.append(allowed)
@@ -107,16 +112,7 @@ def enum_choices(tokenizer, values: list[str], target: list[int], end: int) -> l
     key = (id(tokenizer), tuple(values))
     if key not in _RULES:
         _RULES[key] = choice_rule(tokenizer, values, None)
-    state = _RULES[key].start(None, end)
-    out = []
-    for i, tok in enumerate(target):
-        allowed = state.allowed().tolist()
-        if tok not in allowed:
-            return None
-        out.append(allowed)
-        if i < len(target) - 1:
-            state.push(tok)
-    return out
+    return walk_allowed(_RULES[key].start(None, end), target, lambda ids: ids.tolist())
 
 
 def choices_of(index, tokenizer, schema, ex: Example, name: str, target: list[int]) -> list[list[int]] | None:
