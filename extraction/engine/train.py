@@ -28,6 +28,7 @@ import torch
 
 from . import augment as aug
 from .allocator import limit_fragmentation
+from .modeling import check_servable
 from .training_corpus import Corpus, focus_subset, load_corpus, model_settings
 from .training_losses import LossLog, step_losses, total_loss
 from .training_model import training_model
@@ -75,9 +76,14 @@ def progress_at(cfg: TrainConfig, step: int, elapsed: float) -> float | None:
 
 
 def collate_for(rows: list[Row], pad_id: int, model, cfg: TrainConfig) -> dict[str, torch.Tensor]:
-    """collate, with the extractive choices when the extractive loss is on."""
+    """collate, with the extractive choices when the extractive loss is on. A sliding-window model
+    trains only on rows whose every position lies inside its window (positions restart per
+    document, so that is each document's span, not the row's length): there the HPD mask is
+    exactly the model's own, beyond it the batch is refused (modeling.check_servable)."""
     vocab = model.get_output_embeddings().weight.shape[0] if cfg.extractive_weight > 0 else None
-    return collate(rows, pad_id, vocab)
+    batch = collate(rows, pad_id, vocab)
+    check_servable(model.config, span=int(batch["position_ids"].max()) + 1)
+    return batch
 
 
 def optimizer(model, cfg: TrainConfig) -> torch.optim.AdamW:

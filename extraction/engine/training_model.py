@@ -84,7 +84,8 @@ def load_base(base: str, device: str, add_value_end: bool = True):
         tokenizer.pad_token = tokenizer.eos_token
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype, attn_implementation="sdpa")
-    check_servable(model.config, span=4096)
+    # everything but the window here; each batch's real span is checked as it is built (train.collate_for)
+    check_servable(model.config, span=getattr(model.config, "sliding_window", None))
     if add_value_end and VALUE_END not in tokenizer.get_vocab():
         tokenizer.add_special_tokens({"additional_special_tokens": [VALUE_END]})
         resize_embeddings(model, len(tokenizer))

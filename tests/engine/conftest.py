@@ -29,8 +29,21 @@ FAMILIES = [
     "stablelm",
     "starcoder2",
     "cohere",
+    "gemma3_text",
 ]
-FAMILY_SIZE = {"gemma": {"head_dim": 16}}  # gemma's default head_dim (256) dwarfs a tiny model
+# gemma's default head_dim (256) dwarfs a tiny model. gemma3_text (Gemma 3 270M's family): a sliding
+# and a full layer, the window (512, as the real model's) wider than any test span, so the HPD mask
+# is exact on both kinds; untied embeddings because a tiny random tied Gemma 3 writes one token
+# everywhere, which would leave the early-end path untested
+FAMILY_SIZE = {
+    "gemma": {"head_dim": 16},
+    "gemma3_text": {
+        "head_dim": 16,
+        "sliding_window": 512,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "tie_word_embeddings": False,
+    },
+}
 TEXTS = [
     "Diesel Men's Exposure High-Top Sneaker",
     "organic green tea 100 count, 2 pack",

@@ -417,7 +417,9 @@ def test_training_is_seeded(tmp_path):
     assert losses[0] == [{**h, "minutes": losses[0][i]["minutes"]} for i, h in enumerate(losses[1])]
 
 
-def test_base_fine_tunes_a_local_hf_model_and_adds_the_value_end_token(tmp_path):
+def local_base(tmp_path, family: str, **size):
+    """A random local HF model of `family` with a tokenizer that lacks <|eov|> (as a base model's
+    usually does), saved where --base can read it."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     from extraction.engine.modeling import random_model
@@ -435,29 +437,25 @@ def test_base_fine_tunes_a_local_hf_model_and_adds_the_value_end_token(tmp_path)
             show_progress=False,
         ),
     )
-    tok = wrap(raw)  # no <|eov|>: a base model's tokenizer usually lacks it
+    tok = wrap(raw)
     base = tmp_path / "base"
-    model = random_model(
-        "qwen2",
-        tok,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-    )
+    dims = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2)
+    model = random_model(family, tok, num_key_value_heads=1, **dims, **size)
     model.save_pretrained(str(base))
     tok.save_pretrained(str(base))
+    return base
+
+
+def fine_tune_args(tmp_path, base):
     parser = argparse.ArgumentParser()
     add_train_parser(parser.add_subparsers(dest="cmd"))
-    out = tmp_path / "ft"
-    args = parser.parse_args(
+    return parser.parse_args(
         [
             "train",
             "--data",
             *write_toy_data(tmp_path),
             "--out",
-            str(out),
+            str(tmp_path / "ft"),
             "--base",
             str(base),
             "--steps",
@@ -472,11 +470,24 @@ def test_base_fine_tunes_a_local_hf_model_and_adds_the_value_end_token(tmp_path)
             str(tmp_path / "splits"),
         ]
     )
+
+
+# Gemma 3 (270M is a candidate base): five of six layers slide over a 512-token window, wider than
+# any document's span here, so its rows train under the HPD mask exactly as the other families'
+SLIDING = {"head_dim": 16, "layer_types": ["sliding_attention", "full_attention"], "sliding_window": 512}
+
+
+@pytest.mark.parametrize(
+    "family,size,model_class",
+    [("qwen2", {}, "Qwen2ForCausalLM"), ("gemma3_text", SLIDING, "Gemma3ForCausalLM")],
+)
+def test_base_fine_tunes_a_local_hf_model_and_adds_the_value_end_token(tmp_path, family, size, model_class):
+    args = fine_tune_args(tmp_path, local_base(tmp_path, family, **size))
     assert run_train(args) == 0
     from extraction.engine.api import Document, Extractor
 
-    ex = Extractor(out)
-    assert type(ex.model).__name__ == "Qwen2ForCausalLM"
+    ex = Extractor(args.out)
+    assert type(ex.model).__name__ == model_class
     eov = ex.tokenizer.convert_tokens_to_ids("<|eov|>")
     assert value_terminator(ex.tokenizer) == eov != ex.tokenizer.eos_token_id
     assert ex.model.get_input_embeddings().weight.shape[0] > eov  # embeddings resized for the new token
@@ -484,6 +495,16 @@ def test_base_fine_tunes_a_local_hf_model_and_adds_the_value_end_token(tmp_path)
         [Document("a", DOCS[0])], [AttributeSpec(n, max_tokens=3) for n in NAMES], stack=1, rows=1
     )
     assert set(res[0]) == set(NAMES)
+
+
+def test_a_window_narrower_than_a_documents_span_is_refused_not_trained_past(tmp_path):
+    """Negative control of the above: with an 8-token window the rows' positions run past it, where
+    the HPD mask would let a token see what the model's own layers hide: training stops, saying so."""
+    from extraction.engine.modeling import UnsupportedModel
+
+    args = fine_tune_args(tmp_path, local_base(tmp_path, "gemma3_text", **dict(SLIDING, sliding_window=8)))
+    with pytest.raises(UnsupportedModel, match="sliding window of 8 tokens"):
+        run_train(args)
 
 
 def test_rows_carry_only_judged_keys_and_keep_thins_a_data_set(tmp_path, tokenizer):
