@@ -171,7 +171,7 @@ def evaluate_output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fit-calibration",
         action="store_true",
-        help="fit one confidence temperature per decoder on every evaluated product and write it to "
+        help="fit one confidence scaling (Platt: slope and bias) per decoder on every evaluated product and write it to "
         'the model directory\'s slotwise.json ("calibration"; other keys kept)',
     )
     p.add_argument(

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 
 from .base_model import MODEL_DIR, is_adapter
-from .calibration import apply_temperature
+from .calibration import Scaling, apply_calibration
 from .layout import (
     COMPOUND,
     FREE,
@@ -97,28 +97,25 @@ def model_settings(model_dir: str | pathlib.Path) -> dict:
         raise ValueError(f"{path}: not valid JSON ({exc})") from exc
 
 
-def calibration_temperatures(block, extractive: bool) -> dict[str, float]:
-    """decoder -> temperature from slotwise.json's "calibration" block. fork follows hpd when it has
-    none; a decoder without a key keeps its raw confidences. A block fitted under the other decoding
-    mode ("extractive" recorded and different) is not used: its confidences were other numbers."""
+def calibration_scalings(block, extractive: bool) -> dict[str, Scaling]:
+    """decoder -> scaling from slotwise.json's "calibration" block ({"slope", "bias"}, or an older
+    file's temperature). fork follows hpd when it has none; a decoder without a usable entry keeps
+    its raw confidences. A block fitted under the other decoding mode ("extractive" recorded and
+    different) is not used: its confidences were other numbers."""
     if not isinstance(block, dict):
         return {}
     if "extractive" in block and bool(block["extractive"]) != bool(extractive):
         return {}
-    temps = {}
-    for d in DECODERS:
-        t = block.get(d)
-        if isinstance(t, int | float) and not isinstance(t, bool) and math.isfinite(t) and t > 0:
-            temps[d] = float(t)
-    return _with_aliases(temps)
+    fits = {d: Scaling.of(block.get(d)) for d in DECODERS}
+    return _with_aliases({d: f for d, f in fits.items() if f is not None})
 
 
-def na_temperatures(block, extractive: bool) -> dict[str, float]:
-    """decoder -> temperature of n/a confidences (the "na" entry of the "calibration" block, fitted
+def na_scalings(block, extractive: bool) -> dict[str, Scaling]:
+    """decoder -> scaling of n/a confidences (the "na" entry of the "calibration" block, fitted
     apart from the values'); empty where none was fitted."""
     if not isinstance(block, dict) or not isinstance(block.get("na"), dict):
         return {}
-    return calibration_temperatures(
+    return calibration_scalings(
         {**block["na"], "extractive": block.get("extractive", extractive)}, extractive
     )
 
@@ -187,7 +184,7 @@ class Extractor:
         """extractive: every value is a substring of its document or "n/a" (hpd, fork and ar; pld
         stays unconstrained). None: as the model directory's slotwise.json says ("extractive"),
         else off (plain greedy decoding). calibrate: map confidences with slotwise.json's
-        "calibration" temperatures (False: raw confidences, what evaluate measures and fits).
+        "calibration" scalings (False: raw confidences, what evaluate measures and fits).
         quantize: "int8" for dynamic int8 quantization of the linear layers (CPU only). dtype None:
         bfloat16 on cuda; on the CPU the model's slotwise.json "cpu_dtype" (bfloat16 only where the CPU
         has it natively: modeling.cpu_dtype), else float32. typed: the attribute types constrain the
@@ -212,9 +209,9 @@ class Extractor:
             extractive = bool(stored.get("extractive", False))
         self.extractive: bool = extractive
         self.typed: bool = typed
-        # confidence temperatures per decoder (slotwise.json "calibration"), applied in extract()
-        self.temperatures: dict[str, float] = calibration_temperatures(stored.get("calibration"), extractive)
-        self.na_temperatures: dict[str, float] = na_temperatures(stored.get("calibration"), extractive)
+        # confidence scalings per decoder (slotwise.json "calibration"), applied in extract()
+        self.scalings: dict[str, Scaling] = calibration_scalings(stored.get("calibration"), extractive)
+        self.na_scalings: dict[str, Scaling] = na_scalings(stored.get("calibration"), extractive)
         self.enum_values_in_prompt: bool = bool(stored.get("enum_values_in_prompt", False))  # trained so
         self.calibrate: bool = calibrate
         # attributes whose values end on a word / compound boundary (slotwise.json, measured on the
@@ -394,13 +391,13 @@ class Extractor:
         out: list[dict[str, ValueResult]] = [{} for _ in docs]
         for pos, i in enumerate(order):
             out[i] = res[pos]
-        if self.calibrate:  # the one place confidences are calibrated: values and n/a each by its own T
-            value_t, na_t = self.temperatures.get(decoder), self.na_temperatures.get(decoder)
+        if self.calibrate:  # the one place confidences are calibrated: values and n/a each by its own fit
+            value_fit, na_fit = self.scalings.get(decoder), self.na_scalings.get(decoder)
             for row in out:
                 for v in row.values():
-                    t = na_t if is_na(v.text) else value_t
-                    if t is not None:
-                        v.confidence = apply_temperature(v.confidence, t)
+                    fit = na_fit if is_na(v.text) else value_fit
+                    if fit is not None:
+                        v.confidence = apply_calibration(v.confidence, fit)
         return out, stats
 
     def _run_hpd(self, schema, ids, decoder, stack, rows, batch, spans=None):

@@ -3,7 +3,7 @@ best settings from a short sweep; quality (metric.py) and speed side by side, th
 (metric.py) and the calibration of value confidences (calibration.py) per decoder.
 
 Confidences are measured raw (the Extractor is built with calibrate=False); --fit-calibration
-fits one temperature per decoder on every evaluated product (plus the points of earlier --json
+fits one scaling (slope, bias) per decoder on every evaluated product (plus the points of earlier --json
 outputs named by --calibration-with) and stores it in the model directory's slotwise.json.
 
 The steps: evaluate_runs.py (what runs on what, interleaved), evaluate_tables.py (what is
@@ -126,7 +126,7 @@ def decoder_results(ex: Extractor, inputs: Inputs, best: dict[str, Run], timing:
         for d, r in best.items()
         if inputs.normalized
     }
-    results = {d: summary(r, n, ex.temperatures.get(d), ex.na_temperatures.get(d)) for d, r in best.items()}
+    results = {d: summary(r, n, ex.scalings.get(d), ex.na_scalings.get(d)) for d, r in best.items()}
     for d, rep in extracted_reports.items():
         m = rep.micro
         results[d]["gold"] = "normalized"
@@ -197,7 +197,7 @@ def report(args, ex: Extractor, inputs: Inputs, outcome: Outcome) -> dict | None
     write()
     seen_table(args, inputs.products, best, results)
     write()
-    quality_table(results, ex.temperatures)
+    quality_table(results, ex.scalings)
     return floor
 
 

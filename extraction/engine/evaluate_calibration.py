@@ -1,4 +1,4 @@
-"""evaluate --fit-calibration: one confidence temperature per decoder, fitted on this run's
+"""evaluate --fit-calibration: one confidence scaling (slope, bias) per decoder, fitted on this run's
 values and those of earlier --json outputs (--calibration-with), written to slotwise.json."""
 
 from __future__ import annotations
@@ -57,38 +57,39 @@ def data_name(path: str) -> str:
 
 
 def write_calibration(model_dir, best: dict[str, Run], n: int, data: str, earlier, extractive):
-    """Fit T per decoder on this run's points and the pooled ones; store it in slotwise.json."""
+    """Fit a scaling per decoder on this run's points and the pooled ones; store it in slotwise.json."""
     path = pathlib.Path(model_dir) / "slotwise.json"
     conf = model_settings(model_dir)
     block: dict = {}
     points: dict[str, int] = {}
     curves: dict[str, list] = {}
-    na: dict[str, float] = {}
+    na: dict[str, dict] = {}
     for d, run in best.items():
         confs, correct = pooled(run.points, earlier, "calibration_points", d)
-        block[d] = round(calibration.fit_temperature(confs, correct), 6)
+        fit = calibration.fit_scaling(confs, correct)
+        block[d] = fit.stored()
         points[d] = len(confs)
-        curves[d] = calibration.precision_curve(confs, correct, block[d])
-        # an n/a's confidence gets a temperature of its own: the model is sure of its n/a in
-        # another way than of its values (one T for both left one of them off)
+        curves[d] = calibration.precision_curve(confs, correct, fit)
+        # an n/a's confidence gets a scaling of its own: the model is sure of its n/a in another
+        # way than of its values (one fit for both left one of them off)
         na_confs, na_correct = pooled(run.na_points, earlier, "calibration_points_na", d)
-        na[d] = round(calibration.fit_temperature(na_confs, na_correct), 6)
+        na[d] = calibration.fit_scaling(na_confs, na_correct).stored()
     block.update(
         {
             "extractive": bool(extractive),
             "products": n + sum(int(e.get("products", 0)) for e in earlier),
             "data": [data_name(data)] + [data_name(e.get("data", "?")) for e in earlier],
             "points": points,
-            "fit": "sigmoid(logit(c) / T), T by NLL over values on judged pairs (correct iff VC)",
+            "fit": "sigmoid(a * logit(c) + b), a and b by NLL over values on judged pairs (correct iff VC)",
             # per decoder: [threshold, precision, values, Wilson 95% low, high] over the same values,
-            # confidences calibrated with that T (calibration.precision_curve)
+            # confidences calibrated with that scaling (calibration.precision_curve)
             "precision_curve": curves,
-            # per decoder: the temperature of n/a confidences, fitted on the n/a predicted on judged
+            # per decoder: the scaling of n/a confidences, fitted on the n/a predicted on judged
             # pairs (correct iff gold n/a)
             "na": na,
         }
     )
     conf["calibration"] = block
     path.write_text(json.dumps(conf, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    temps = ", ".join(f"{d} T={block[d]:.3f} ({points[d]} values)" for d in best)
-    write(f"calibration written to {path}: {temps}; data {', '.join(block['data'])}")
+    fits = ", ".join(f"{d} {calibration.Scaling.of(block[d])} ({points[d]} values)" for d in best)
+    write(f"calibration written to {path}: {fits}; data {', '.join(block['data'])}")

@@ -33,7 +33,7 @@ def table(rows: list[list[str]]) -> None:
 
 
 def summary(
-    run: Run, n: int, stored_temperature: float | None = None, stored_na: float | None = None
+    run: Run, n: int, stored: calibration.Scaling | None = None, stored_na: calibration.Scaling | None = None
 ) -> dict:
     m = run.report.micro
     judged = m.pairs
@@ -53,7 +53,7 @@ def summary(
         "unjudged_value_share": m.unjudged_value_share,
         "shown_precision": m.shown_precision,
         "f1_unjudged_absent": m.f1_unjudged_absent,
-        "calibration": calibration.summary(confs, correct, groups, stored_temperature),
+        "calibration": calibration.summary(confs, correct, groups, stored),
         "calibration_na": calibration.summary(na_confs, na_correct, na_groups, stored_na),
         "products_per_second": run.products_per_second(n),
         "seconds": run.seconds,
@@ -80,11 +80,11 @@ DEFINITIONS = {
     "f1_unjudged_absent": "F1 with unjudged pairs counted as gold n/a (precision = shown_precision)",
     "ece": "expected calibration error, 10 equal-width bins, over the values (non-n/a predictions) "
     "on judged pairs; correct iff VC",
-    "ece_cross_fitted": "ECE after sigmoid(logit(c) / T), T fitted by NLL on the other half of the "
-    "products (2 folds by product index parity), pooled over both halves",
-    "temperature": "T fitted on every evaluated product (what --fit-calibration writes)",
+    "ece_cross_fitted": "ECE after sigmoid(a * logit(c) + b), a and b fitted by NLL on the other half "
+    "of the products (2 folds by product index parity), pooled over both halves",
+    "scaling": "a (slope) and b (bias) fitted on every evaluated product (what --fit-calibration writes)",
     "calibration_na": "the same figures for the n/a predictions on judged pairs (correct iff gold n/a), "
-    "with their own temperature",
+    "with their own scaling",
 }
 
 
@@ -98,16 +98,20 @@ def fmt(x: float | None, spec: str = ".3f") -> str:
     return "-" if x is None else format(x, spec)
 
 
-def quality_table(results: dict[str, dict], stored: dict[str, float]) -> None:
+def scaling_text(stored: dict | None) -> str:
+    return "-" if stored is None else str(calibration.Scaling.of(stored))
+
+
+def quality_table(results: dict[str, dict], stored: dict[str, calibration.Scaling]) -> None:
     """n/a figures and calibration per decoder (definitions: DEFINITIONS, metric.py, calibration.py)."""
     write("n/a and confidence calibration per decoder (values = non-n/a predictions on judged pairs):")
     head = ["decoder", "F1", "NV", "gold n/a", "n/a acc", "n/a P", "unjudged", "unj valued", "shown P"]
     head += ["F1 unj n/a"]
-    head += ["values", "value acc", "ECE raw", "ECE cal 2-fold", "T fit", "n/a preds", "n/a ECE raw"]
-    head += ["n/a ECE cal", "n/a T fit"]
+    head += ["values", "value acc", "ECE raw", "ECE cal 2-fold", "fit", "n/a preds", "n/a ECE raw"]
+    head += ["n/a ECE cal", "n/a fit"]
     has_stored = any(d in stored for d in results)
     if has_stored:
-        head += ["T stored", "ECE stored", "n/a ECE stored"]
+        head += ["stored", "ECE stored", "n/a ECE stored"]
     rows = [head]
     for d, sm in results.items():
         cal = sm["calibration"]
@@ -126,17 +130,21 @@ def quality_table(results: dict[str, dict], stored: dict[str, float]) -> None:
             fmt(cal["accuracy"]),
             fmt(cal["ece_raw"]),
             fmt(cal["ece_cross_fitted"]),
-            f"{cal['temperature']:.3f}",
+            scaling_text(cal["scaling"]),
         ]
         na = sm["calibration_na"]
         row += [
             str(na["points"]),
             fmt(na["ece_raw"]),
             fmt(na["ece_cross_fitted"]),
-            f"{na['temperature']:.3f}",
+            scaling_text(na["scaling"]),
         ]
         if has_stored:
-            row += [fmt(cal.get("stored_temperature")), fmt(cal.get("ece_stored")), fmt(na.get("ece_stored"))]
+            row += [
+                scaling_text(cal.get("stored_scaling")),
+                fmt(cal.get("ece_stored")),
+                fmt(na.get("ece_stored")),
+            ]
         rows.append(row)
     table(rows)
     write(

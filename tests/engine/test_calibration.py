@@ -1,4 +1,5 @@
-"""Expected calibration error, the temperature fit, and the Extractor applying a stored temperature."""
+"""Expected calibration error, the Platt scaling fit, and the Extractor applying a stored scaling (or an
+older file's temperature)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from extraction.engine.api import (
     AttributeSpec,
     Document,
     Extractor,
-    calibration_temperatures,
-    na_temperatures,
+    calibration_scalings,
+    na_scalings,
 )
+from extraction.engine.calibration import Scaling
 from extraction.engine.metric import is_na
 
 from .conftest import TEXTS
@@ -36,18 +38,19 @@ def test_ece_by_hand():
 
 
 def test_temperature_mapping():
-    assert calibration.apply_temperature(0.8, None) == 0.8
-    assert calibration.apply_temperature(0.8, 1.0) == 0.8
-    assert calibration.apply_temperature(0.5, 3.0) == pytest.approx(0.5)
+    """A number is a temperature T: slope 1/T, no bias."""
+    assert calibration.apply_calibration(0.8, None) == 0.8
+    assert calibration.apply_calibration(0.8, 1.0) == 0.8
+    assert calibration.apply_calibration(0.5, 3.0) == pytest.approx(0.5)
     # T > 1 pulls towards 0.5, T < 1 pushes away; logit scales by 1/T
-    c = calibration.apply_temperature(0.9, 2.0)
+    c = calibration.apply_calibration(0.9, 2.0)
     assert 0.5 < c < 0.9 and math.log(c / (1 - c)) == pytest.approx(math.log(9) / 2)
-    assert calibration.apply_temperature(0.9, 0.5) > 0.9
-    assert calibration.apply_temperature(0.0, 2.0) == 0.0  # the limits stay
-    assert calibration.apply_temperature(1.0, 0.5) == 1.0
-    assert calibration.apply_temperature(1 - 1e-9, 2.0) == pytest.approx(1000 / 1001)  # clipped to 1 - 1e-6
+    assert calibration.apply_calibration(0.9, 0.5) > 0.9
+    assert calibration.apply_calibration(0.0, 2.0) == 0.0  # the limits stay
+    assert calibration.apply_calibration(1.0, 0.5) == 1.0
+    assert calibration.apply_calibration(1 - 1e-9, 2.0) == pytest.approx(1000 / 1001)  # clipped to 1 - 1e-6
     arr = calibration.calibrate([0.2, 0.9, 0.0], 2.0)
-    assert arr[1] == pytest.approx(calibration.apply_temperature(0.9, 2.0)) and arr[2] == 0.0
+    assert arr[1] == pytest.approx(calibration.apply_calibration(0.9, 2.0)) and arr[2] == 0.0
 
 
 def overconfident(n: int, seed: int = 0):
@@ -59,69 +62,111 @@ def overconfident(n: int, seed: int = 0):
     return conf, correct
 
 
+def test_scaling_mapping_and_reading():
+    assert calibration.apply_calibration(0.5, Scaling(1.0, math.log(3))) == pytest.approx(
+        0.75
+    )  # bias moves 0.5
+    c = calibration.apply_calibration(0.9, Scaling(0.5, -1.0))
+    assert math.log(c / (1 - c)) == pytest.approx(0.5 * math.log(9) - 1.0)
+    assert calibration.apply_calibration(0.0, Scaling(2.0, 3.0)) == 0.0  # the limits stay
+    assert Scaling.of(2.0) == Scaling(0.5, 0.0) and Scaling.of({"slope": 0.8, "bias": -1.9}) == Scaling(
+        0.8, -1.9
+    )
+    assert Scaling.of(Scaling.of(4.0).stored()) == Scaling(0.25, 0.0)
+    for bad in (
+        None,
+        -1,
+        0,
+        True,
+        "x",
+        float("nan"),
+        {"slope": -1, "bias": 0},
+        {"bias": 1.0},
+        {"slope": "a"},
+    ):
+        assert Scaling.of(bad) is None
+
+
 def test_fit_recovers_the_temperature_and_lowers_nll_and_ece():
     conf, correct = overconfident(4000)
-    t = calibration.fit_temperature(conf, correct)
-    assert 2.5 < t < 3.6
-    assert calibration.nll(conf, correct, t) < calibration.nll(conf, correct) - 0.05
-    raw, cal = calibration.ece(conf, correct), calibration.ece(calibration.calibrate(conf, t), correct)
+    fit = calibration.fit_scaling(conf, correct)
+    assert 2.5 < 1 / fit.slope < 3.6 and abs(fit.bias) < 0.2  # a pure temperature: no bias to find
+    assert calibration.nll(conf, correct, fit) < calibration.nll(conf, correct) - 0.05
+    raw, cal = calibration.ece(conf, correct), calibration.ece(calibration.calibrate(conf, fit), correct)
     assert raw > 0.1 and cal < 0.04 and cal < raw / 3
+
+
+def test_a_bias_no_temperature_can_fix_is_fitted():
+    """A model that is right half as often as it says everywhere (logit shifted by +2): a
+    temperature alone leaves a large error, the bias removes it (what the dev sets showed)."""
+    rng = np.random.default_rng(2)
+    p = rng.uniform(0.05, 0.95, 4000)
+    correct = rng.uniform(size=p.size) < p
+    conf = 1 / (1 + np.exp(-(np.log(p / (1 - p)) + 2.0)))
+    fit = calibration.fit_scaling(conf, correct)
+    assert fit.bias == pytest.approx(-2.0, abs=0.3) and fit.slope == pytest.approx(1.0, abs=0.15)
+    temperature_only = min(
+        calibration.ece(calibration.calibrate(conf, t), correct) for t in np.linspace(0.2, 10, 50)
+    )
+    assert calibration.ece(calibration.calibrate(conf, fit), correct) < 0.04 < temperature_only
 
 
 def test_cross_fitting_scores_out_of_fold_and_summary_reports_it():
     conf, correct = overconfident(2000, seed=1)
     groups = np.arange(conf.size) // 4  # 4 points per "product"
-    cal, temps = calibration.cross_fitted(conf, correct, groups)
-    assert len(temps) == 2 and all(2.3 < t < 3.9 for t in temps)
+    cal, fits = calibration.cross_fitted(conf, correct, groups)
+    assert len(fits) == 2 and all(2.3 < 1 / f.slope < 3.9 for f in fits)
     odd = (groups % 2) == 1
-    assert cal[odd] == pytest.approx(calibration.calibrate(conf[odd], temps[1]))  # T fitted on the evens
+    assert cal[odd] == pytest.approx(calibration.calibrate(conf[odd], fits[1]))  # fitted on the evens
     s = calibration.summary(conf, correct, groups, stored=3.0)
     assert s["points"] == 2000 and s["ece_cross_fitted"] < s["ece_raw"] / 2
-    assert s["ece_stored"] < s["ece_raw"] / 2 and 2.5 < s["temperature"] < 3.6
+    assert s["ece_stored"] < s["ece_raw"] / 2 and 2.5 < 1 / s["scaling"]["slope"] < 3.6
 
 
 def test_fit_without_enough_signal_is_the_identity():
-    assert calibration.fit_temperature([0.9] * 5, [True, False] * 2 + [True]) == 1.0  # too few
-    assert calibration.fit_temperature([0.9] * 50, [True] * 50) == 1.0  # one class
+    assert calibration.fit_scaling([0.9] * 5, [True, False] * 2 + [True]) == Scaling()  # too few
+    assert calibration.fit_scaling([0.9] * 50, [True] * 50) == Scaling()  # one class
     assert calibration.summary([], [], [])["ece_raw"] is None
 
 
 def test_calibration_block_reading():
-    assert calibration_temperatures(None, True) == {}
+    assert calibration_scalings(None, True) == {}
     # fork follows hpd; AR without the prefix cache writes the same outputs as AR, so it follows
     # ar; HPD under dense rows writes the same outputs as HPD, so it follows hpd
-    assert calibration_temperatures({"hpd": 2.0, "ar": 1.5}, True) == {
-        "hpd": 2.0,
-        "ar": 1.5,
-        "fork": 2.0,
-        "ar-uncached": 1.5,
-        "hpd-dense": 2.0,
+    platt = {"slope": 0.8, "bias": -1.9}
+    assert calibration_scalings({"hpd": 2.0, "ar": platt}, True) == {
+        "hpd": Scaling(0.5),
+        "ar": Scaling(0.8, -1.9),
+        "fork": Scaling(0.5),
+        "ar-uncached": Scaling(0.8, -1.9),
+        "hpd-dense": Scaling(0.5),
     }
-    assert calibration_temperatures({"hpd": 2.0, "fork": 1.2}, False)["fork"] == 1.2
-    assert calibration_temperatures({"hpd": 2.0, "extractive": True}, False) == {}  # other decoding mode
-    assert calibration_temperatures({"hpd": -1, "ar": "x", "pld": True, "products": 10}, True) == {}
+    assert calibration_scalings({"hpd": 2.0, "fork": 1.25}, False)["fork"] == Scaling(0.8)
+    assert calibration_scalings({"hpd": 2.0, "extractive": True}, False) == {}  # other decoding mode
+    assert calibration_scalings({"hpd": -1, "ar": "x", "pld": True, "products": 10}, True) == {}
 
 
 DOCS = [Document("a", TEXTS[0]), Document("b", TEXTS[2])]
 SPECS = [AttributeSpec("Brand", max_tokens=4), AttributeSpec("Color", "main colour", 3)]
 
 
-def test_the_extractor_applies_the_stored_temperature(model_dir, tmp_path):
+def test_the_extractor_applies_the_stored_scaling(model_dir, tmp_path):
     calibrated = tmp_path / "calibrated"
     shutil.copytree(model_dir, calibrated)
     (calibrated / "slotwise.json").write_text(
-        json.dumps({"calibration": {"hpd": 2.5, "ar": 0.5, "extractive": False, "products": 3}})
+        json.dumps({"calibration": {"hpd": 2.5, "ar": {"slope": 2.0, "bias": -0.5}, "extractive": False}})
     )
     raw_ex = Extractor(model_dir)
     cal_ex = Extractor(calibrated)
     off_ex = Extractor(calibrated, calibrate=False)
-    assert cal_ex.temperatures == {"hpd": 2.5, "ar": 0.5, "fork": 2.5, "ar-uncached": 0.5, "hpd-dense": 2.5}
+    hpd, ar = Scaling(0.4), Scaling(2.0, -0.5)  # an older file's temperature, a Platt scaling
+    assert cal_ex.scalings == {"hpd": hpd, "ar": ar, "fork": hpd, "ar-uncached": ar, "hpd-dense": hpd}
     decoders = (
-        ("hpd", 2.5),
-        ("fork", 2.5),
-        ("ar", 0.5),
-        ("ar-uncached", 0.5),
-        ("hpd-dense", 2.5),
+        ("hpd", hpd),
+        ("fork", hpd),
+        ("ar", ar),
+        ("ar-uncached", ar),
+        ("hpd-dense", hpd),
         ("pld", None),
     )
     for decoder, t in decoders:
@@ -131,7 +176,7 @@ def test_the_extractor_applies_the_stored_temperature(model_dir, tmp_path):
         for r, c, o in zip(raw, cal, off, strict=True):
             for name in r:
                 assert c[name].text == r[name].text and o[name].confidence == r[name].confidence
-                want = calibration.apply_temperature(r[name].confidence, t)
+                want = calibration.apply_calibration(r[name].confidence, t)
                 assert c[name].confidence == pytest.approx(want, abs=1e-9)
         inside = [(r[n].confidence, c[n].confidence) for r, c in zip(raw, cal, strict=True) for n in r]
         inside = [(a, b) for a, b in inside if 0.0 < a < 1.0]
@@ -141,20 +186,21 @@ def test_the_extractor_applies_the_stored_temperature(model_dir, tmp_path):
             assert all(abs(a - b) > 1e-6 for a, b in inside)
 
 
-def test_values_and_na_take_their_own_stored_temperatures(model_dir, tmp_path):
+def test_values_and_na_take_their_own_stored_scalings(model_dir, tmp_path):
     calibrated = tmp_path / "calibrated"
     shutil.copytree(model_dir, calibrated)
-    block = {"hpd": 2.5, "na": {"hpd": 0.4}, "extractive": False}
+    block = {"hpd": 2.5, "na": {"hpd": {"slope": 1.5, "bias": 0.7}}, "extractive": False}
     (calibrated / "slotwise.json").write_text(json.dumps({"calibration": block}))
-    assert na_temperatures(block, False) == {"hpd": 0.4, "fork": 0.4, "hpd-dense": 0.4}
-    assert na_temperatures({"hpd": 2.5}, False) == {} and na_temperatures(block, True) == {}
+    na = Scaling(1.5, 0.7)
+    assert na_scalings(block, False) == {"hpd": na, "fork": na, "hpd-dense": na}
+    assert na_scalings({"hpd": 2.5}, False) == {} and na_scalings(block, True) == {}
     raw, _ = Extractor(model_dir).extract(DOCS, SPECS, decoder="hpd", stack=1)
     cal, _ = Extractor(calibrated).extract(DOCS, SPECS, decoder="hpd", stack=1)
     for r, c in zip(raw, cal, strict=True):
         for name, v in r.items():
-            t = 0.4 if is_na(v.text) else 2.5
+            t = na if is_na(v.text) else 2.5
             assert c[name].confidence == pytest.approx(
-                calibration.apply_temperature(v.confidence, t), abs=1e-9
+                calibration.apply_calibration(v.confidence, t), abs=1e-9
             )
 
 
@@ -231,14 +277,13 @@ def test_evaluate_reports_na_and_calibration_and_fits_into_slotwise_json(model_d
     assert block["products"] == 6 and block["data"] == ["set/dev.jsonl", "set/dev.jsonl"]
     assert block["extractive"] is False and set(block["points"]) == {"hpd", "ar"}
     assert block["points"]["hpd"] == 2 * res["decoders"]["hpd"]["calibration"]["points"]
-    assert block["hpd"] > 0 and block["ar"] > 0
+    assert block["hpd"]["slope"] > 0 and block["ar"]["slope"] > 0
     for d in ("hpd", "ar"):  # threshold 0 takes every value (a tiny random model may give none)
         n = block["points"][d]
         assert [row[2] for row in block["precision_curve"][d][:1]] == ([n] if n else [])
-    assert Extractor(target).temperatures["fork"] == block["hpd"]
-    assert (
-        set(block["na"]) == {"hpd", "ar"} and Extractor(target).na_temperatures["hpd"] == block["na"]["hpd"]
-    )
+    assert Extractor(target).scalings["fork"] == Scaling.of(block["hpd"])
+    assert set(block["na"]) == {"hpd", "ar"}
+    assert Extractor(target).na_scalings["hpd"] == Scaling.of(block["na"]["hpd"])
     assert "calibration written" in capsys.readouterr().out
 
 
