@@ -150,8 +150,8 @@ def quality_table(results: dict[str, dict], stored: dict[str, calibration.Scalin
     write(
         "n/a acc = NN/(NN+NV) of gold n/a; n/a P = NN/(NN+VN); unj valued = share of unjudged schema "
         "attributes given a value; shown P = VC/(VC+VW+NV+unjudged valued) and F1 unj n/a = F1 with "
-        "unjudged as n/a (meaningful where untagged means absent: OA-Mine); ECE: 10 bins, correct iff VC; cal: sigmoid(logit(c)/T), T by NLL on "
-        "the other half of the products"
+        "unjudged as n/a (meaningful where untagged means absent: OA-Mine); ECE: 10 bins, correct iff VC; cal: sigmoid(a*logit(c)+b), a and b "
+        "by NLL on the other half of the products; fit: a, b on every product (what --fit-calibration stores)"
     )
 
 
