@@ -19,8 +19,8 @@ from django.conf import settings
 
 from catalog.models import Category, Product
 from catalog.schemas import MAX_TOKEN_BUDGET
+from extraction.domain import DEFAULT_TOKEN_BUDGET
 
-DEFAULT_TOKENS = 12  # when neither source knows the attribute
 MARGIN = 2  # tokens beyond the longest value seen: the terminator and a little room
 LOW = 4
 CHARS_PER_TOKEN = 3  # product text runs about 3 to 4 characters a token; the lower end, to be safe
@@ -59,8 +59,8 @@ def _tokenizer(model_dir: Path):
     return Tokenizer.from_file(str(path))
 
 
-def tokens_of(text: str) -> int:
-    tokenizer = _tokenizer(_model_dir())
+def tokens_of(text: str, model_dir: Path | None = None) -> int:
+    tokenizer = _tokenizer(model_dir or _model_dir())
     if tokenizer is None:
         return math.ceil(len(text) / CHARS_PER_TOKEN)
     return len(tokenizer.encode(text, add_special_tokens=False).ids)
@@ -77,18 +77,23 @@ def longest_known(category: Category, name: str) -> str | None:
     return max(texts, key=len) if texts else None
 
 
-def suggested(category: Category, name: str) -> Budget:
+def suggested(category: Category, name: str, model_dir: Path | None = None) -> Budget:
     """The size for attribute `name` of `category`: the longest value of the training data and of
-    the category's known values, plus a margin."""
-    trained = _trained(_model_dir()).get(name)
+    the category's known values, plus a margin. `model_dir`: the model whose training data and
+    tokenizer count (a run's); None: the default model."""
+    model_dir = model_dir or _model_dir()
+    trained = _trained(model_dir).get(name)
     known = longest_known(category, name)
     sizes, reasons = [], []
     if trained:
         sizes.append(trained)
         reasons.append(f"{trained} tokens fit the longest {name} the model was trained on")
     if known is not None:
-        sizes.append(tokens_of(known) + MARGIN)
-        reasons.append(f"this catalog's longest known {name}, {known!r}, needs {tokens_of(known)}")
+        needed = tokens_of(known, model_dir)
+        sizes.append(needed + MARGIN)
+        reasons.append(f"this catalog's longest known {name}, {known!r}, needs {needed}")
     if not sizes:
-        return Budget(DEFAULT_TOKENS, "neither the training data nor this catalog knows it: the default")
+        return Budget(
+            DEFAULT_TOKEN_BUDGET, "neither the training data nor this catalog knows it: the default"
+        )
     return Budget(min(max(max(sizes), LOW), MAX_TOKEN_BUDGET), "; ".join(reasons))

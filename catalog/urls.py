@@ -17,6 +17,7 @@ urlpatterns = [
     path(
         "schemas/<int:pk>/attributes/<int:index>/delete/", schemas.attribute_delete, name="attribute_delete"
     ),
+    path("schemas/<int:pk>/attributes/resize/", schemas.attributes_resize, name="attributes_resize"),
     path("schemas/<int:pk>/attributes/<int:index>/move/", schemas.attribute_move, name="attribute_move"),
     path("upload/", imports.upload, name="upload"),
     path("imports/", imports.import_list, name="imports"),
