@@ -178,7 +178,7 @@ def import_preview(request, pk: int):
 def import_start(request, pk: int):
     job = get_object_or_404(ImportJob, pk=pk)
     try:
-        do_start_import(job)
+        do_start_import(job, all_or_nothing=request.POST.get("all_or_nothing") == "on")
     except WrongImportState as exc:
         messages.error(request, str(exc))
     return redirect("catalog:import_detail", pk=job.pk)
@@ -187,7 +187,8 @@ def import_start(request, pk: int):
 def _job_context(job: ImportJob) -> dict:
     return {
         "job": job,
-        "errors": job.row_errors.all()[:ERRORS_ON_PAGE] if job.status == ImportJob.Status.DONE else [],
+        # a finished import's skipped rows, or the rows that stopped an all-or-nothing one
+        "errors": job.row_errors.all()[:ERRORS_ON_PAGE] if job.is_finished and job.skipped_count else [],
     }
 
 
