@@ -24,6 +24,7 @@ from catalog.schemas import (
     do_update_attribute,
     schema_to_dict,
 )
+from slotwise.error_pages import bad_request
 from slotwise.params import ParameterError, optional_version
 
 
@@ -136,7 +137,7 @@ def schema_export(request, pk: int):
     try:
         wanted = optional_version(request.GET, "version")
     except ParameterError as exc:
-        return render(request, "400.html", {"message": f"Cannot export the schema: {exc}"}, status=400)
+        return bad_request(request, f"Cannot export the schema: {exc}")
     schema = category.schema_versions.filter(version=wanted).first() if wanted else category.current_schema
     if schema is None:
         raise Http404("no such schema version")
