@@ -17,7 +17,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from catalog.models import Category, Product
+from catalog.models import Attribute, Category, Product
 from catalog.schemas import MAX_TOKEN_BUDGET
 from extraction.domain import DEFAULT_TOKEN_BUDGET
 
@@ -97,3 +97,16 @@ def suggested(category: Category, name: str, model_dir: Path | None = None) -> B
             DEFAULT_TOKEN_BUDGET, "neither the training data nor this catalog knows it: the default"
         )
     return Budget(min(max(max(sizes), LOW), MAX_TOKEN_BUDGET), "; ".join(reasons))
+
+
+def suggested_for(category: Category, attribute, model_dir: Path | None = None) -> Budget:
+    """suggested(), for an attribute whose type bounds its values (an Attribute or AttributeData):
+    an enumeration's slot needs its longest allowed value and a boolean's "yes" / "no", whatever
+    long values the training data held under that name (a wider slot only costs positions)."""
+    if attribute.kind == Attribute.Kind.ENUM and attribute.allowed_values:
+        longest = max((str(v) for v in attribute.allowed_values), key=lambda v: tokens_of(v, model_dir))
+        needed = tokens_of(longest, model_dir)
+        return Budget(max(needed + MARGIN, LOW), f"its longest allowed value, {longest!r}, needs {needed}")
+    if attribute.kind == Attribute.Kind.BOOLEAN:
+        return Budget(LOW, "a yes or no")
+    return suggested(category, attribute.name, model_dir)

@@ -20,7 +20,7 @@ def run_sizes(schemas: list[SchemaVersion], model_dir: str) -> dict[str, dict[st
     model = path if (path / "slotwise.json").is_file() else None  # else the default model's data
     return {
         str(schema.pk): {
-            a.name: max(a.max_tokens, budgets.suggested(schema.category, a.name, model).tokens)
+            a.name: max(a.max_tokens, budgets.suggested_for(schema.category, a, model).tokens)
             for a in schema.attributes.all()
         }
         for schema in schemas

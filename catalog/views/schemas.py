@@ -85,14 +85,14 @@ def schema_import(request):
 
 def _too_small(category: Category, attributes) -> dict[str, int]:
     """{name: suggested tokens} of the attributes whose stored size is below what their data needs."""
-    suggested = {a.name: budgets.suggested(category, a.name).tokens for a in attributes}
+    suggested = {a.name: budgets.suggested_for(category, a).tokens for a in attributes}
     return {a.name: suggested[a.name] for a in attributes if suggested[a.name] > a.max_tokens}
 
 
 def _editor_context(category: Category, **extra) -> dict:
     version = category.current_schema
     attributes = current_attributes(version)
-    suggested = [budgets.suggested(category, a.name) for a in attributes]
+    suggested = [budgets.suggested_for(category, a) for a in attributes]
     return {
         "category": category,
         "version": version,

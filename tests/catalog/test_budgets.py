@@ -72,3 +72,17 @@ def test_resize_to_suggested_grows_every_too_small_attribute_as_one_new_version(
     stale = client_for(alice).post(url, {"base_version": 1}, **HTMX).content.decode()
     assert "the schema changed while you were editing" in stale
     assert category.current_schema.version == 2
+
+
+def test_an_enumeration_is_sized_by_its_allowed_values_and_a_boolean_by_yes_or_no(client_for, alice):
+    """Long values the training data held under the same name do not widen a slot whose values the
+    type bounds; the editor does not warn where the allowed values fit."""
+    form = AttributeData("Item form", kind="enum", allowed_values=["Stick", "Lotion"], max_tokens=4)
+    category = make_category("Sunscreen", form, AttributeData("Waterproof", kind="boolean", max_tokens=4))
+    assert budgets._trained(budgets._model_dir())["Item form"] > 4  # what the name alone would ask
+    sized = budgets.suggested_for(category, form)
+    assert sized.tokens == max(budgets.tokens_of("Lotion") + budgets.MARGIN, budgets.LOW) <= 4
+    assert sized.why == f"its longest allowed value, 'Lotion', needs {budgets.tokens_of('Lotion')}"
+    assert budgets.suggested_for(category, AttributeData("Waterproof", kind="boolean")).tokens == budgets.LOW
+    body = client_for(alice).get(reverse("catalog:schema", args=[category.pk])).content.decode()
+    assert "Values may be cut" not in body and 'id="resize-attributes"' not in body
