@@ -49,7 +49,7 @@ def run_import(job_id: int) -> ImportJob | None:
                 progress=progress,
             )
             if job.all_or_nothing:
-                # the whole file is checked before any row is written: one bad row and none is
+                # the whole file is checked before any row is written: one bad row, and none is stored
                 checked = write(write=False)
                 if checked.skipped:
                     return _refuse(job, total, checked)
@@ -87,6 +87,8 @@ def _refuse(job: ImportJob, total: int, checked: Counts) -> ImportJob:
         skipped_count=bad,
         finished_at=timezone.now(),
     )
+    # every bad row is in the error report with its cells; the upload itself is no longer needed
+    transaction.on_commit(lambda: job.file.delete(save=False))
     return ImportJob.objects.get(pk=job.pk)
 
 
