@@ -2,6 +2,8 @@
 larger of its schema's size and the suggestion from the run's model's training data and the
 category's known values; recorded when the run starts, read by the worker, said on the run page."""
 
+from pathlib import Path
+
 import pytest
 from django.conf import settings
 from django.urls import reverse
@@ -42,14 +44,12 @@ def test_a_run_decodes_a_too_small_attribute_with_its_suggested_size_and_never_s
     assert [s.max_tokens for s in decoding.attribute_specs(schema.pk, sizes_of({}, schema.pk))] == [4, 40]
 
 
-def test_the_sizes_come_from_the_runs_model(tmp_path):
+def test_the_sizes_come_from_the_runs_model():
     """The fast model's training data, not the default model's, sizes a run of the fast model."""
     category = make_category("Tea", AttributeData("Capacity", max_tokens=2))
     catalog = make_catalog()
     make_product(catalog, category)
     fast = start(catalog, model_dir=settings.FAST_MODEL_DIR)
-    from pathlib import Path
-
     fast_trained = budgets._trained(Path(settings.FAST_MODEL_DIR))["Capacity"]
     assert sizes_of(fast.decode_settings, category.current_schema.pk)["Capacity"] == fast_trained
 
