@@ -17,10 +17,10 @@ from pathlib import Path
 
 from django.conf import settings
 
-from catalog.models import Category, Product
+from catalog.models import Attribute, Category, Product
 from catalog.schemas import MAX_TOKEN_BUDGET
+from extraction.domain import DEFAULT_TOKEN_BUDGET
 
-DEFAULT_TOKENS = 12  # when neither source knows the attribute
 MARGIN = 2  # tokens beyond the longest value seen: the terminator and a little room
 LOW = 4
 CHARS_PER_TOKEN = 3  # product text runs about 3 to 4 characters a token; the lower end, to be safe
@@ -59,8 +59,8 @@ def _tokenizer(model_dir: Path):
     return Tokenizer.from_file(str(path))
 
 
-def tokens_of(text: str) -> int:
-    tokenizer = _tokenizer(_model_dir())
+def tokens_of(text: str, model_dir: Path | None = None) -> int:
+    tokenizer = _tokenizer(model_dir or _model_dir())
     if tokenizer is None:
         return math.ceil(len(text) / CHARS_PER_TOKEN)
     return len(tokenizer.encode(text, add_special_tokens=False).ids)
@@ -77,18 +77,36 @@ def longest_known(category: Category, name: str) -> str | None:
     return max(texts, key=len) if texts else None
 
 
-def suggested(category: Category, name: str) -> Budget:
+def suggested(category: Category, name: str, model_dir: Path | None = None) -> Budget:
     """The size for attribute `name` of `category`: the longest value of the training data and of
-    the category's known values, plus a margin."""
-    trained = _trained(_model_dir()).get(name)
+    the category's known values, plus a margin. `model_dir`: the model whose training data and
+    tokenizer count (a run's); None: the default model."""
+    model_dir = model_dir or _model_dir()
+    trained = _trained(model_dir).get(name)
     known = longest_known(category, name)
     sizes, reasons = [], []
     if trained:
         sizes.append(trained)
         reasons.append(f"{trained} tokens fit the longest {name} the model was trained on")
     if known is not None:
-        sizes.append(tokens_of(known) + MARGIN)
-        reasons.append(f"this catalog's longest known {name}, {known!r}, needs {tokens_of(known)}")
+        needed = tokens_of(known, model_dir)
+        sizes.append(needed + MARGIN)
+        reasons.append(f"this catalog's longest known {name}, {known!r}, needs {needed}")
     if not sizes:
-        return Budget(DEFAULT_TOKENS, "neither the training data nor this catalog knows it: the default")
+        return Budget(
+            DEFAULT_TOKEN_BUDGET, "neither the training data nor this catalog knows it: the default"
+        )
     return Budget(min(max(max(sizes), LOW), MAX_TOKEN_BUDGET), "; ".join(reasons))
+
+
+def suggested_for(category: Category, attribute, model_dir: Path | None = None) -> Budget:
+    """suggested(), for an attribute whose type bounds its values (an Attribute or AttributeData):
+    an enumeration's slot needs its longest allowed value and a boolean's "yes" / "no", whatever
+    long values the training data held under that name (a wider slot only costs positions)."""
+    if attribute.kind == Attribute.Kind.ENUM and attribute.allowed_values:
+        longest = max((str(v) for v in attribute.allowed_values), key=lambda v: tokens_of(v, model_dir))
+        needed = tokens_of(longest, model_dir)
+        return Budget(max(needed + MARGIN, LOW), f"its longest allowed value, {longest!r}, needs {needed}")
+    if attribute.kind == Attribute.Kind.BOOLEAN:
+        return Budget(LOW, "a yes or no")
+    return suggested(category, attribute.name, model_dir)

@@ -60,18 +60,19 @@ class AttributeForm(forms.Form):
     def to_data(self, category: Category) -> AttributeData:
         """The attribute; left empty, its size comes from catalog/budgets.py."""
         c = self.cleaned_data
-        if not c["max_tokens"]:
-            c["max_tokens"] = budgets.suggested(category, c["name"]).tokens
-        return AttributeData(
+        data = AttributeData(
             name=c["name"],
             description=c["description"],
             kind=c["kind"],
             unit=c["unit"],
             allowed_values=c["allowed_values"],
-            max_tokens=c["max_tokens"],
+            max_tokens=c["max_tokens"] or 0,
             required=c["required"],
             free=c["free"],
         )
+        if not data.max_tokens:
+            data.max_tokens = budgets.suggested_for(category, data).tokens
+        return data
 
     @classmethod
     def initial_from(cls, data: AttributeData, **kwargs) -> "AttributeForm":

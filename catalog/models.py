@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from catalog.imports.read import FileFormat
+from extraction.domain import DEFAULT_TOKEN_BUDGET
 
 
 class Catalog(models.Model):
@@ -100,7 +101,7 @@ class Attribute(models.Model):
     unit = models.CharField(max_length=30, blank=True)
     allowed_values = models.JSONField(default=list, blank=True)
     max_tokens = models.PositiveSmallIntegerField(
-        default=12, help_text="Token budget: the value's slot width."
+        default=DEFAULT_TOKEN_BUDGET, help_text="Token budget: the value's slot width."
     )
     required = models.BooleanField(default=False)
     # Text only: a free value is written by the model (say, normalized as a catalog spells it);
@@ -183,6 +184,9 @@ class ImportJob(models.Model):
     updated_count = models.PositiveIntegerField(default=0)
     skipped_count = models.PositiveIntegerField(default=0)
     message = models.TextField(blank=True, help_text="Why the import failed, when it did.")
+    all_or_nothing = models.BooleanField(
+        default=False, help_text="Store no row at all when any row is bad (chosen at confirm)."
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

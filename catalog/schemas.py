@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from django.db import transaction
 
 from catalog.models import Attribute, Category, SchemaVersion
+from extraction.domain import DEFAULT_TOKEN_BUDGET
 from slotwise.names import check_name
 
 MAX_TOKEN_BUDGET = 64
@@ -34,7 +35,7 @@ class AttributeData:
     kind: str = Attribute.Kind.TEXT
     unit: str = ""
     allowed_values: list[str] = field(default_factory=list)
-    max_tokens: int = 12
+    max_tokens: int = DEFAULT_TOKEN_BUDGET
     required: bool = False
     free: bool = False
 
@@ -201,6 +202,24 @@ def do_move_attribute(category: Category, base_version: int, index: int, offset:
         return f"Moved {moved.name} {'up' if offset < 0 else 'down'}"
 
     return _change(category, base_version, user, move)
+
+
+def do_resize_attributes(category: Category, base_version: int, sizes: dict[str, int], user) -> SchemaVersion:
+    """Grow the named attributes to the given token budgets (the editor's "Resize to suggested");
+    an attribute already as large, or no longer there, is left as it is."""
+
+    def resize(attributes):
+        changed = []
+        for attribute in attributes:
+            wanted = min(sizes.get(attribute.name, 0), MAX_TOKEN_BUDGET)
+            if wanted > attribute.max_tokens:
+                changed.append(f"{attribute.name} {attribute.max_tokens} → {wanted}")
+                attribute.max_tokens = wanted
+        if not changed:
+            raise SchemaError("every attribute already has at least its suggested size; nothing changed")
+        return "Resized " + ", ".join(changed) + " tokens"
+
+    return _change(category, base_version, user, resize)
 
 
 def schema_to_dict(version: SchemaVersion) -> dict:

@@ -17,10 +17,13 @@ urlpatterns = [
     path(
         "schemas/<int:pk>/attributes/<int:index>/delete/", schemas.attribute_delete, name="attribute_delete"
     ),
+    path("schemas/<int:pk>/attributes/resize/", schemas.attributes_resize, name="attributes_resize"),
     path("schemas/<int:pk>/attributes/<int:index>/move/", schemas.attribute_move, name="attribute_move"),
     path("upload/", imports.upload, name="upload"),
     path("imports/", imports.import_list, name="imports"),
     path("imports/<int:pk>/", imports.import_detail, name="import_detail"),
+    path("imports/<int:pk>/remove/", imports.import_remove, name="import_remove"),
+    path("catalogs/<int:pk>/remove/", imports.catalog_remove, name="catalog_remove"),
     path("imports/<int:pk>/map/", imports.import_map, name="import_map"),
     path("imports/<int:pk>/preview/", imports.import_preview, name="import_preview"),
     path("imports/<int:pk>/start/", imports.import_start, name="import_start"),

@@ -28,6 +28,7 @@ from evaluation.voting import (
     voted_item,
     votes_of,
 )
+from slotwise.error_pages import bad_request
 
 MY_VOTES_SHOWN = 50
 
@@ -99,7 +100,7 @@ def campaign_status(request, pk: int):
     status = request.POST.get("status")
     if status not in Campaign.Status.values:
         message = f"status: {status!r} is not one of {', '.join(Campaign.Status.values)}"
-        return render(request, "400.html", {"message": message}, status=400)
+        return bad_request(request, message)
     do_set_status(campaign, status)
     messages.success(request, f"“{campaign.name}” is now {campaign.get_status_display().lower()}.")
     return redirect("evaluation:my_campaigns")

@@ -19,6 +19,7 @@ from kombu.exceptions import OperationalError as BrokerError
 from catalog.models import Catalog, Category, Product, SchemaVersion
 from extraction import config
 from extraction.models import Run, WorkItem
+from extraction.sizes import run_sizes
 from workers import task_names
 from workers.celery import app as celery_app
 
@@ -151,6 +152,8 @@ def do_start_run(request: RunRequest, user=None, once_within: timedelta | None =
             if twins:
                 raise AlreadyStarted(twins)
         schemas = current_schemas(products)
+        # each attribute's slot, at least what its data needs (extraction/sizes.py)
+        settings_used["sizes"] = run_sizes(list(schemas.values()), request.model_dir)
         runs = []
         for decoder in decoders:
             run = Run.objects.create(

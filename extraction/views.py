@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.roles import ADMIN, REVIEWER, role_required
-from extraction import comparison
+from extraction import comparison, sizes
 from extraction.forms import RunForm
 from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.progress import progress
@@ -108,6 +108,7 @@ def _run_context(request, run: Run) -> dict:
         "status_filter": status,
         "status_choices": WorkItem.Status.choices,
         "max_load_failures": settings.EXTRACTION_MAX_LOAD_FAILURES,
+        "grown_sizes": sizes.grown(run),
     }
     linked = run.linked_run
     if linked is not None:

@@ -10,7 +10,8 @@ import logging
 
 from django.conf import settings
 from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation
-from django.http import Http404
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
 from django.views.defaults import page_not_found, server_error
 
 log = logging.getLogger("django.request")
@@ -37,3 +38,16 @@ class ProductErrorPagesMiddleware:
             return page_not_found(request, exception)
         log.error("Internal Server Error: %s", request.path, exc_info=exception)
         return server_error(request)
+
+
+def bad_request(request, message: str) -> HttpResponse:
+    """A 400 a person can read, saying what was wrong: the product's 400 page in the site's layout,
+    or, for an htmx request (a fragment: a filter, a row, a chart), the message alone, put by
+    static/js/page.js into the page's alert region (#page-alert, templates/base.html) instead of
+    the fragment it asked for."""
+    if request.headers.get("HX-Request") == "true":
+        response = render(request, "_bad_request.html", {"message": message}, status=400)
+        response["HX-Retarget"] = "#page-alert"
+        response["HX-Reswap"] = "innerHTML"
+        return response
+    return render(request, "400.html", {"message": message}, status=400)

@@ -4,7 +4,7 @@ PostgreSQL cannot store a NUL character in text, so a parameter holding one woul
 query (a server error) on whichever view reads it. One check here answers 400 for all of them.
 """
 
-from django.shortcuts import render
+from slotwise.error_pages import bad_request
 
 NUL = "\x00"
 
@@ -42,4 +42,4 @@ class RefuseNulParametersMiddleware:
         if not problem:
             return None
         message = f"Bad request: {problem}, which no text field can store. Remove it and try again."
-        return render(request, "400.html", {"message": message}, status=400)
+        return bad_request(request, message)

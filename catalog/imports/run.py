@@ -7,6 +7,7 @@ with the web server.
 """
 
 import logging
+from functools import partial
 
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
@@ -15,7 +16,7 @@ from catalog.imports.errors import BadFile
 from catalog.imports.map import Mapping
 from catalog.imports.progress import ProgressWriter
 from catalog.imports.read import count_rows
-from catalog.imports.write import import_file, save_errors
+from catalog.imports.write import Counts, import_file, save_errors
 from catalog.models import Catalog, ImportJob, ImportRowError
 
 logger = logging.getLogger(__name__)
@@ -38,7 +39,8 @@ def run_import(job_id: int) -> ImportJob | None:
             # One import per catalog at a time: a second one waits here instead of interleaving.
             Catalog.objects.select_for_update().get(pk=job.catalog_id)
             ImportRowError.objects.filter(job_id=job_id).delete()
-            counts = import_file(
+            write = partial(
+                import_file,
                 job.open_file,
                 job.file_format,
                 Mapping.from_json(job.mapping),
@@ -46,6 +48,12 @@ def run_import(job_id: int) -> ImportJob | None:
                 on_errors=lambda errors, cells: save_errors(job, errors, cells),
                 progress=progress,
             )
+            if job.all_or_nothing:
+                # the whole file is checked before any row is written: one bad row, and none is stored
+                checked = write(write=False)
+                if checked.skipped:
+                    return _refuse(job, total, checked)
+            counts = write()
             ImportJob.objects.filter(pk=job_id).update(
                 status=ImportJob.Status.DONE,
                 processed_rows=total,
@@ -60,6 +68,28 @@ def run_import(job_id: int) -> ImportJob | None:
     # Every row now lives in the products or in the error report; the upload is no longer needed.
     job.file.delete(save=False)
     return ImportJob.objects.get(pk=job_id)
+
+
+def _refuse(job: ImportJob, total: int, checked: Counts) -> ImportJob:
+    """An all-or-nothing import with bad rows: no product stored, the errors kept for the report."""
+    bad = checked.skipped
+    ImportJob.objects.filter(pk=job.pk).update(
+        status=ImportJob.Status.FAILED,
+        message=(
+            f"Nothing was stored: you chose all or nothing, and {bad:,} of {total:,} rows "
+            f"{'is' if bad == 1 else 'are'} bad (listed below by row and column). Fix "
+            f"{'it' if bad == 1 else 'them'} and upload the file again, or import without all or nothing "
+            "to store the good rows."
+        ),
+        processed_rows=total,
+        created_count=0,
+        updated_count=0,
+        skipped_count=bad,
+        finished_at=timezone.now(),
+    )
+    # every bad row is in the error report with its cells; the upload itself is no longer needed
+    transaction.on_commit(lambda: job.file.delete(save=False))
+    return ImportJob.objects.get(pk=job.pk)
 
 
 def _fail(job_id: int, message: str) -> ImportJob | None:

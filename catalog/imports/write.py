@@ -86,10 +86,13 @@ def import_file(
     catalog_id: int,
     on_errors: Callable[[list[RowError], dict[int, list[str]]], None] | None = None,
     progress: ProgressWriter | None = None,
+    write: bool = True,
 ) -> Counts:
     """Write every good row of the file into the catalog; call inside a transaction.
 
-    Bad rows are skipped and handed to `on_errors` in batches with the cells they had.
+    Bad rows are skipped and handed to `on_errors` in batches with the cells they had. With
+    write=False the rows are only checked (an all-or-nothing import's first pass): counts.created
+    then counts the good rows, and nothing is written but the errors.
     """
     checker = RowChecker(file_format.header, mapping, load_categories())
     counts = Counts()
@@ -99,6 +102,9 @@ def import_file(
     processed = 0
 
     def flush():
+        if batch and not write:
+            counts.created += len(batch)
+            batch.clear()
         if batch:
             created, updated = _upsert(catalog_id, batch, mapping.description is not None)
             counts.created += created

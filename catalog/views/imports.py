@@ -4,6 +4,7 @@ from itertools import islice
 
 from django.conf import settings
 from django.contrib import messages
+from django.db.models import Count
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import content_disposition_header
@@ -18,7 +19,8 @@ from catalog.imports.preview import build_preview
 from catalog.imports.read import DELIMITER_NAMES, ENCODING_NAMES, check_size, read_rows
 from catalog.imports.start import do_start_import
 from catalog.imports.upload import do_create_import
-from catalog.models import Attribute, ImportJob
+from catalog.models import Attribute, Catalog, ImportJob
+from catalog.upkeep import UpkeepRefused, do_remove_catalog, do_remove_import
 from slotwise.body_guard import FORM_OVERHEAD_BYTES, body_limit
 
 SAMPLE_ROWS = 3
@@ -76,7 +78,36 @@ def _render_upload(request, form, status: int, error: str = ""):
 @role_required(ADMIN)
 def import_list(request):
     jobs = ImportJob.objects.select_related("catalog", "created_by")[:100]
-    return render(request, "catalog/import_list.html", {"jobs": jobs})
+    catalogs = Catalog.objects.annotate(product_count=Count("products")).order_by("name")
+    return render(request, "catalog/import_list.html", {"jobs": jobs, "catalogs": catalogs})
+
+
+@require_POST
+@role_required(ADMIN)
+def import_remove(request, pk: int):
+    job = get_object_or_404(ImportJob, pk=pk)
+    try:
+        do_remove_import(job.pk)
+    except UpkeepRefused as exc:
+        messages.error(request, f"Cannot remove the import: {exc}.")
+        return redirect("catalog:import_detail", pk=job.pk)
+    messages.success(
+        request, f"Removed the import of {job.original_name}; the catalog's products are as they were."
+    )
+    return redirect("catalog:imports")
+
+
+@require_POST
+@role_required(ADMIN)
+def catalog_remove(request, pk: int):
+    catalog = get_object_or_404(Catalog, pk=pk)
+    try:
+        do_remove_catalog(catalog.pk)
+    except UpkeepRefused as exc:
+        messages.error(request, f"Cannot remove the catalog: {exc}.")
+    else:
+        messages.success(request, f"Removed the empty catalog {catalog.name}.")
+    return redirect("catalog:imports")
 
 
 def _mapping_initial(job: ImportJob) -> dict:
@@ -178,7 +209,7 @@ def import_preview(request, pk: int):
 def import_start(request, pk: int):
     job = get_object_or_404(ImportJob, pk=pk)
     try:
-        do_start_import(job)
+        do_start_import(job, all_or_nothing=request.POST.get("all_or_nothing") == "on")
     except WrongImportState as exc:
         messages.error(request, str(exc))
     return redirect("catalog:import_detail", pk=job.pk)
@@ -187,7 +218,8 @@ def import_start(request, pk: int):
 def _job_context(job: ImportJob) -> dict:
     return {
         "job": job,
-        "errors": job.row_errors.all()[:ERRORS_ON_PAGE] if job.status == ImportJob.Status.DONE else [],
+        # a finished import's skipped rows, or the rows that stopped an all-or-nothing one
+        "errors": job.row_errors.all()[:ERRORS_ON_PAGE] if job.is_finished and job.skipped_count else [],
     }
 
 

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET
 from accounts.roles import ADMIN, REVIEWER, role_required
 from catalog.models import Catalog, Category, Product
 from catalog.schemas import current_attributes
+from slotwise.error_pages import bad_request
 from slotwise.params import ParameterError, optional_id
 
 PRODUCTS_PER_PAGE = 50
@@ -19,7 +20,7 @@ def product_list(request):
     try:
         catalog_id, category_id = (optional_id(request.GET, name) for name in ("catalog", "category"))
     except ParameterError as exc:
-        return render(request, "400.html", {"message": f"Cannot filter the products: {exc}"}, status=400)
+        return bad_request(request, f"Cannot filter the products: {exc}")
     query = request.GET.get("q", "").strip()
     products = Product.objects.select_related("catalog", "category").order_by("catalog__name", "sku")
     if catalog_id:

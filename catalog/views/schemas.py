@@ -20,9 +20,11 @@ from catalog.schemas import (
     do_delete_attribute,
     do_import_schemas,
     do_move_attribute,
+    do_resize_attributes,
     do_update_attribute,
     schema_to_dict,
 )
+from slotwise.error_pages import bad_request
 from slotwise.params import ParameterError, optional_version
 
 
@@ -81,17 +83,23 @@ def schema_import(request):
     return render(request, "catalog/schema_list.html", _list_context(import_form=form), status=400)
 
 
+def _too_small(category: Category, attributes) -> dict[str, int]:
+    """{name: suggested tokens} of the attributes whose stored size is below what their data needs."""
+    suggested = {a.name: budgets.suggested_for(category, a).tokens for a in attributes}
+    return {a.name: suggested[a.name] for a in attributes if suggested[a.name] > a.max_tokens}
+
+
 def _editor_context(category: Category, **extra) -> dict:
     version = category.current_schema
     attributes = current_attributes(version)
+    suggested = [budgets.suggested_for(category, a) for a in attributes]
     return {
         "category": category,
         "version": version,
         "attributes": attributes,
         # each attribute's size in words, and the size its data suggests (catalog/budgets.py)
-        "rows": [
-            (a, budgets.in_words(a.max_tokens), budgets.suggested(category, a.name)) for a in attributes
-        ],
+        "rows": [(a, budgets.in_words(a.max_tokens), s) for a, s in zip(attributes, suggested, strict=True)],
+        "too_small": [a.name for a, s in zip(attributes, suggested, strict=True) if s.tokens > a.max_tokens],
         "versions": category.schema_versions.select_related("created_by").order_by("-version"),
         "add_form": extra.pop("add_form", None) or AttributeForm(),
         **extra,
@@ -129,7 +137,7 @@ def schema_export(request, pk: int):
     try:
         wanted = optional_version(request.GET, "version")
     except ParameterError as exc:
-        return render(request, "400.html", {"message": f"Cannot export the schema: {exc}"}, status=400)
+        return bad_request(request, f"Cannot export the schema: {exc}")
     schema = category.schema_versions.filter(version=wanted).first() if wanted else category.current_schema
     if schema is None:
         raise Http404("no such schema version")
@@ -199,6 +207,21 @@ def attribute_delete(request, pk: int, index: int):
     category = get_object_or_404(Category, pk=pk)
     try:
         version = do_delete_attribute(category, _base_version(request), index, request.user)
+    except SchemaError as exc:
+        return _render_editor(request, category, error=str(exc))
+    return _render_editor(request, category, notice=f"v{version.version}: {version.note}")
+
+
+@require_POST
+@role_required(ADMIN)
+def attributes_resize(request, pk: int):
+    """Every attribute below its suggested size grows to it, as one new version (catalog/budgets.py).
+    A person decides: a size is part of the versioned schema, so nothing resizes it behind the
+    team's back (runs meanwhile decode with at least the suggested sizes, extraction/sizes.py)."""
+    category = get_object_or_404(Category, pk=pk)
+    sizes = _too_small(category, current_attributes(category.current_schema))
+    try:
+        version = do_resize_attributes(category, _base_version(request), sizes, request.user)
     except SchemaError as exc:
         return _render_editor(request, category, error=str(exc))
     return _render_editor(request, category, notice=f"v{version.version}: {version.note}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import pathlib
 
-DEFAULT_BUDGET = 12  # tokens per value when neither the schema nor the model directory gives one
+from extraction.domain import DEFAULT_TOKEN_BUDGET as DEFAULT_BUDGET  # neither schema nor model gives one
 
 
 def model_budgets(model_dir, max_tokens: int | None = None) -> tuple[dict[str, int], int]:

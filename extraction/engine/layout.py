@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from extraction.domain import NA  # absent attribute
+from extraction.domain import DEFAULT_TOKEN_BUDGET, NA  # NA: absent attribute
 
 # where a value may start / end in extractive decoding (extractive.DocIndex.word_start / word_end):
 # anywhere, at a word boundary, or at a boundary of words joined by - / ' . ("Lennix-M", "5.5")
@@ -69,7 +69,7 @@ class AttributeSpec:
 
     name: str
     description: str = ""
-    max_tokens: int = 12
+    max_tokens: int = DEFAULT_TOKEN_BUDGET
     kind: str = "text"
     unit: str = ""
     allowed_values: tuple[str, ...] = ()

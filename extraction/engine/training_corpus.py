@@ -30,7 +30,7 @@ BOUNDARY_SHARE = 0.99
 BOUNDARY_MIN_VALUES = 20  # fewer values: no rule (a few values prove little)
 # The default_budget a trained model carries (for attributes its training never saw): 16 is
 # training_rows.RowConfig's min_gap 4 + gap_extra 12, the widest gap a short value meets in
-# training. Kept apart from budgets.DEFAULT_BUDGET (12: when neither schema nor model gives one)
+# training. Kept apart from domain.DEFAULT_TOKEN_BUDGET (12: when neither schema nor model gives one)
 # because the shipped models' slotwise.json carry 16 and retraining should reproduce them.
 TRAINED_DEFAULT_BUDGET = 16
 

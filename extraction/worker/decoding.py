@@ -89,7 +89,9 @@ def engine_model_dir(model_dir: str) -> str | None:
     return configured if config.has_model(Path(configured)) else None
 
 
-def attribute_specs(schema_id: int) -> list:
+def attribute_specs(schema_id: int, sizes: dict[str, int] | None = None) -> list:
+    """The engine's specs of a schema version's attributes; `sizes` (the run's, extraction/sizes.py)
+    gives each attribute's token budget where the run recorded one, else its schema's."""
     from catalog.models import Attribute
     from extraction.engine.api import AttributeSpec
 
@@ -100,7 +102,7 @@ def attribute_specs(schema_id: int) -> list:
         AttributeSpec(
             a.name,
             a.description,
-            a.max_tokens,
+            (sizes or {}).get(a.name, a.max_tokens),
             kind=a.kind,
             unit=a.unit,
             allowed_values=tuple(str(v) for v in a.allowed_values or ()),

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from extraction.models import Run
 from extraction.services import kick_run
+from extraction.sizes import sizes_of
 from extraction.worker import decoding, identity, incidents
 from extraction.worker.failures import do_record_load_failure
 from extraction.worker.leases import (
@@ -207,7 +208,7 @@ def _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, attribut
     todo = [item for item in items if item not in given_up]
     schema_id = items[0].schema_id
     if schema_id not in attributes:
-        attributes[schema_id] = decoding.attribute_specs(schema_id)
+        attributes[schema_id] = decoding.attribute_specs(schema_id, sizes_of(run.decode_settings, schema_id))
     totals = None
     set_phase(run_id, Run.Phase.DECODING)
     if todo:

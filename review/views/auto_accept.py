@@ -16,8 +16,8 @@ from extraction.models import Run
 from review import bulk, precision
 from review.filters import FilterError, QueueFilter
 from review.models import BulkAction
-from review.views.common import bad_request
 from review.views.jobs import launch_bulk
+from slotwise.error_pages import bad_request
 
 DEFAULT_TARGET = "98"
 
@@ -57,7 +57,7 @@ def auto_accept(request):
     try:
         queue_filter = QueueFilter.from_params(request.GET).with_default_run()
     except FilterError as exc:
-        return bad_request(f"Cannot auto-accept: {exc}")
+        return bad_request(request, f"Cannot auto-accept: {exc}")
     target_text = request.GET.get("target", DEFAULT_TARGET)
     context = {"filter": queue_filter, "params": queue_filter.as_params(), "target_text": target_text}
     try:
@@ -93,15 +93,16 @@ def start_auto_accept(request):
         queue_filter = QueueFilter.from_params(request.POST)
         target = parse_target(request.POST.get("target", ""))
     except (FilterError, ValueError) as exc:
-        return bad_request(f"Cannot auto-accept: {exc}")
+        return bad_request(request, f"Cannot auto-accept: {exc}")
     run = Run.objects.filter(pk=queue_filter.run).first() if queue_filter.run else None
     if run is None or not queue_filter.attribute:
-        return bad_request("Cannot auto-accept: the form must name the run and the attribute")
+        return bad_request(request, "Cannot auto-accept: the form must name the run and the attribute")
     found = precision.estimate(run, target).of(queue_filter.attribute)
     if found is None or found.proposal is None:
         return bad_request(
+            request,
             f"Cannot auto-accept {queue_filter.attribute}: no threshold reaches {precision.percent(target)} "
-            "on this catalog's blind labels; label more products blind"
+            "on this catalog's blind labels; label more products blind",
         )
     back_to = queue_filter.but(status="", min_confidence=None).as_params()
     return launch_bulk(

@@ -10,7 +10,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from catalog.models import Catalog, Category, Product
 from review.blind import AlreadyLabelled, BlindLabelError, Selection, do_blind_label, fields_of
-from review.views.common import bad_request, reviewers_only
+from review.views.common import reviewers_only
+from slotwise.error_pages import bad_request
 from slotwise.params import ParameterError, optional_id
 
 
@@ -79,7 +80,7 @@ def blind_label(request):
         selection = _selection(request.GET)
         after = _id(request.GET, "after")
     except SelectionError as exc:
-        return bad_request(f"Cannot start blind labelling: {exc}")
+        return bad_request(request, f"Cannot start blind labelling: {exc}")
     return _label_page(request, selection, selection.next_product(after))
 
 
@@ -91,7 +92,7 @@ def blind_save(request, product_id: int):
         selection = _selection(request.POST)
         schema_id = _id(request.POST, "schema")
     except SelectionError as exc:
-        return bad_request(f"Cannot save the labels: {exc}")
+        return bad_request(request, f"Cannot save the labels: {exc}")
     typed = {a.name: request.POST.get(f"attr-{a.pk}", "") for a in fields_of(product)}
     try:
         do_blind_label(product, schema_id, typed, request.user)

@@ -1,8 +1,6 @@
-"""Helpers the review views share: who may use them, the reviewer's settings, bad filters."""
+"""Helpers the review views share: who may use them, the reviewer's settings, where to go back."""
 
-from django.http import HttpResponseBadRequest
 from django.shortcuts import redirect
-from django.utils.html import escape
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from accounts.roles import ADMIN, REVIEWER, role_required
@@ -20,10 +18,6 @@ def settings_of(user) -> ReviewerSettings:
 
 def shortcut_keys(user) -> dict[str, str]:
     return shortcuts.effective(settings_of(user).shortcuts)
-
-
-def bad_request(message: str) -> HttpResponseBadRequest:
-    return HttpResponseBadRequest(f"<p class='error'>{escape(message)}</p>")
 
 
 def safe_next(request, target: str) -> str:

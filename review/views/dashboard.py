@@ -15,7 +15,8 @@ from review import quality
 from review.ave import gold_records
 from review.charts import grouped_bars, reliability_diagram
 from review.models import GoldValue
-from review.views.common import bad_request, reviewers_only, settings_of
+from review.views.common import reviewers_only, settings_of
+from slotwise.error_pages import bad_request
 from slotwise.params import ParameterError, optional_id, optional_price
 
 # The per-attribute chart shows the attributes with the most gold: a bar needs gold to mean anything,
@@ -112,11 +113,11 @@ def dashboard(request):
     try:
         prices = _prices(request)
     except ParameterError as exc:
-        return bad_request(f"Cannot price the runs: {exc}")
+        return bad_request(request, f"Cannot price the runs: {exc}")
     try:
         run_id = optional_id(request.GET, "run")
     except ParameterError as exc:
-        return bad_request(f"Cannot show the run: {exc}")
+        return bad_request(request, f"Cannot show the run: {exc}")
     runs = Run.objects.filter(values__isnull=False).distinct().order_by("-created_at", "-id")
     run = runs.filter(pk=run_id).first() if run_id is not None else runs.first()
     labels = dict(GoldValue.Provenance.choices)
@@ -133,10 +134,10 @@ def dashboard(request):
     }
     raw_compare = request.GET.get("compare", "")
     if raw_compare and not raw_compare.isdigit():
-        return bad_request(f"compare: expected a run number, got {raw_compare!r}")
+        return bad_request(request, f"compare: expected a run number, got {raw_compare!r}")
     other = runs.filter(pk=int(raw_compare)).first() if raw_compare else None
     if raw_compare and other is None:
-        return bad_request(f"compare: there is no run #{raw_compare} with values")
+        return bad_request(request, f"compare: there is no run #{raw_compare} with values")
     context["other"] = other
     if run is not None:
         if other is not None:

@@ -14,7 +14,8 @@ from django.views.decorators.http import require_GET, require_POST
 from review import bulk, exports, tasks
 from review.filters import FilterError, QueueFilter
 from review.models import BulkAction, ExportJob
-from review.views.common import bad_request, reviewers_only
+from review.views.common import reviewers_only
+from slotwise.error_pages import bad_request
 
 CONTENT_TYPES = {ExportJob.Format.CSV: "text/csv; charset=utf-8", ExportJob.Format.JSON: "application/json"}
 
@@ -36,10 +37,10 @@ def start_bulk(request):
     try:
         queue_filter = QueueFilter.from_params(request.POST)
     except FilterError as exc:
-        return bad_request(f"Cannot run the bulk action: {exc}")
+        return bad_request(request, f"Cannot run the bulk action: {exc}")
     action = request.POST.get("action", "")
     if action not in BulkAction.Action.values:
-        return bad_request(f"action: {action!r} is not one of {', '.join(BulkAction.Action.values)}")
+        return bad_request(request, f"action: {action!r} is not one of {', '.join(BulkAction.Action.values)}")
     return launch_bulk(request, queue_filter, action)
 
 
@@ -74,12 +75,12 @@ def start_export(request):
     try:
         queue_filter = QueueFilter.from_params(request.POST)
     except FilterError as exc:
-        return bad_request(f"Cannot export: {exc}")
+        return bad_request(request, f"Cannot export: {exc}")
     fmt, shape = request.POST.get("format", ""), request.POST.get("shape", "")
     try:
         exports.check_choice(fmt, shape)
     except ValueError as exc:
-        return bad_request(str(exc))
+        return bad_request(request, str(exc))
     if exports.approved(queue_filter).count() <= exports.inline_limit():
         out = io.StringIO()
         exports.write_export(out, queue_filter, fmt, shape)

@@ -14,7 +14,8 @@ from review.gold import APPROVED
 from review.models import ValueReview
 from review.paging import CursorError, page_of
 from review.rows import make_row
-from review.views.common import bad_request, reviewers_only, settings_of
+from review.views.common import reviewers_only, settings_of
+from slotwise.error_pages import bad_request
 
 RUN_CHOICES = 50
 
@@ -84,7 +85,7 @@ def queue(request):
     try:
         context = queue_context(request, QueueFilter.from_params(request.GET))
     except (FilterError, CursorError) as exc:
-        return bad_request(f"Cannot filter the queue: {exc}")
+        return bad_request(request, f"Cannot filter the queue: {exc}")
     user_settings = settings_of(request.user)
     context["keys"] = shortcuts.effective(user_settings.shortcuts)
     if request.htmx and request.htmx.target == "queue-body":

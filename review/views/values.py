@@ -12,7 +12,8 @@ from review.actions import NothingToUndo, ReviewError, do_review, do_undo
 from review.models import ValueEvent
 from review.rows import fresh_row, make_row
 from review.transition import ReviewConflict, shown_value
-from review.views.common import bad_request, redirect_back, reviewers_only, shortcut_keys
+from review.views.common import redirect_back, reviewers_only, shortcut_keys
+from slotwise.error_pages import bad_request
 from slotwise.params import ParameterError, whole_number
 
 ROW_ACTIONS = {
@@ -37,11 +38,11 @@ def review_value(request, value_id: int):
     # The edit box travels with every action; only a correction means what is typed in it.
     text = request.POST.get("value") if action == ValueEvent.Action.CORRECT else None
     if action not in ROW_ACTIONS:
-        return bad_request(f"action: {action!r} is not one of {', '.join(sorted(ROW_ACTIONS))}")
+        return bad_request(request, f"action: {action!r} is not one of {', '.join(sorted(ROW_ACTIONS))}")
     try:
         version = whole_number(request.POST, "version")
     except ParameterError as exc:
-        return bad_request(f"{exc}: the form must send the version of the value it shows")
+        return bad_request(request, f"{exc}: the form must send the version of the value it shows")
     try:
         do_review(value_id, version, action, request.user, text=text)
     except ExtractedValue.DoesNotExist:

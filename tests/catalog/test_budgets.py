@@ -6,6 +6,7 @@ from django.urls import reverse
 
 from catalog import budgets
 from catalog.schemas import AttributeData
+from extraction.domain import DEFAULT_TOKEN_BUDGET
 from tests.support.catalog import make_category
 from tests.support.factories import make_catalog, make_product
 
@@ -32,7 +33,7 @@ def test_an_attribute_added_without_a_size_is_sized_from_known_values_and_traini
     assert budgets.suggested(category, "Brand").why.startswith(
         f"{trained['Brand']} tokens fit the longest Brand"
     )
-    assert budgets.suggested(category, "Never seen").tokens == budgets.DEFAULT_TOKENS
+    assert budgets.suggested(category, "Never seen").tokens == DEFAULT_TOKEN_BUDGET
 
 
 def test_the_editor_says_the_size_in_characters_and_warns_where_values_would_be_cut(client_for, alice):
@@ -42,3 +43,47 @@ def test_the_editor_says_the_size_in_characters_and_warns_where_values_would_be_
     assert "<th>Longest value</th>" in body and "Budget" not in body
     assert "Up to about 12 characters (4 tokens)" in body
     assert "Values may be cut: its data needs" in body and "this catalog&#x27;s longest known Flavor" in body
+
+
+def test_resize_to_suggested_grows_every_too_small_attribute_as_one_new_version(client_for, alice, bob):
+    category = make_category(
+        "Tea", AttributeData("Flavor", max_tokens=4), AttributeData("Brand", max_tokens=60)
+    )
+    make_product(make_catalog(), category, known_values={"Flavor": LONG})
+    url = reverse("catalog:attributes_resize", args=[category.pk])
+    editor = client_for(alice).get(reverse("catalog:schema", args=[category.pk])).content.decode()
+    assert "1 attribute is smaller than its data needs" in editor and "Resize 1 to suggested size" in editor
+
+    # a reviewer reads the schema but does not change it
+    assert client_for(bob).post(url, {"base_version": 1}, **HTMX).status_code == 403
+    assert category.current_schema.version == 1
+
+    body = client_for(alice).post(url, {"base_version": 1}, **HTMX).content.decode()
+    wanted = budgets.suggested(category, "Flavor").tokens
+    schema = category.current_schema
+    assert schema.version == 2 and schema.note == f"Resized Flavor 4 → {wanted} tokens"
+    assert {a.name: a.max_tokens for a in schema.attributes.all()} == {"Flavor": wanted, "Brand": 60}
+    assert "Saved as v2: Resized Flavor" in body and "Resize 1 to suggested" not in body
+    assert category.schema_versions.get(version=1).attributes.get(name="Flavor").max_tokens == 4  # kept
+
+    # nothing left to resize, or an editor showing an older version: said, nothing written
+    again = client_for(alice).post(url, {"base_version": 2}, **HTMX).content.decode()
+    assert "nothing changed" in again
+    stale = client_for(alice).post(url, {"base_version": 1}, **HTMX).content.decode()
+    assert "the schema changed while you were editing" in stale
+    assert category.current_schema.version == 2
+
+
+def test_an_enumeration_is_sized_by_its_allowed_values_and_a_boolean_by_yes_or_no(client_for, alice):
+    """Long values the training data held under the same name do not widen a slot whose values the
+    type bounds; the editor does not warn where the allowed values fit."""
+    form = AttributeData("Item form", kind="enum", allowed_values=["Stick", "Lotion"], max_tokens=4)
+    category = make_category("Sunscreen", form, AttributeData("Waterproof", kind="boolean", max_tokens=4))
+    assert budgets._trained(budgets._model_dir())["Item form"] > 4  # what the name alone would ask
+    sized = budgets.suggested_for(category, form)
+    needed = max(budgets.tokens_of(v) for v in ("Stick", "Lotion"))
+    assert sized.tokens == max(needed + budgets.MARGIN, budgets.LOW) <= 4
+    assert sized.why.startswith("its longest allowed value, ") and sized.why.endswith(f"needs {needed}")
+    assert budgets.suggested_for(category, AttributeData("Waterproof", kind="boolean")).tokens == budgets.LOW
+    body = client_for(alice).get(reverse("catalog:schema", args=[category.pk])).content.decode()
+    assert "Values may be cut" not in body and 'id="resize-attributes"' not in body

@@ -126,6 +126,49 @@ def test_it_imports_good_rows_skips_bad_ones_and_reports_them(client_for, alice,
     assert report[2][:4] == ["5", "sku", "duplicate SKU 'A2': row 3 has it already", "A2"]
 
 
+def test_all_or_nothing_stores_no_row_when_one_is_bad_and_lists_the_errors_by_row_and_column(
+    client_for, alice, tv, django_capture_on_commit_callbacks
+):
+    client = client_for(alice)
+    import_inline(client, HEADER + "A1,Acme TV 55,Old text,TV,Acme,,\n")  # already in the catalog
+    content = HEADER + "A1,Acme TV 65,New text,TV,Acme,65,black\nA2,Globex TV 42,,TV,Globex,42,silver\n"
+    bad = content + "A3,Big TV,,TV,Acme,huge,black\nA4,,,TV,Acme,55,black\n"
+    upload(client, bad)
+    job = latest_job()
+    map_columns(client, job)
+    preview = client.get(reverse("catalog:import_preview", args=[job.pk])).content.decode()
+    assert 'name="all_or_nothing"' in preview and "store no row at all if any row is bad" in preview
+    client.post(reverse("catalog:import_start", args=[job.pk]), {"all_or_nothing": "on"})
+    with django_capture_on_commit_callbacks(execute=True):
+        job = run_import(job.pk)
+
+    assert job.status == ImportJob.Status.FAILED and job.all_or_nothing
+    assert not default_storage.exists(job.file.name)  # the report holds every bad row's cells
+    assert (job.created_count, job.updated_count, job.skipped_count) == (0, 0, 2)
+    assert list(Product.objects.values_list("sku", "title")) == [("A1", "Acme TV 55")]  # untouched
+    assert list(ImportRowError.objects.filter(job=job).values_list("row_number", "column")) == [
+        (4, "screen size"),
+        (5, "title"),
+    ]
+    page = client.get(reverse("catalog:import_detail", args=[job.pk])).content.decode()
+    assert "Nothing was stored: you chose all or nothing, and 2 of 4 rows are bad" in page
+    assert (
+        "<td>4</td><td>A3</td><td>screen size</td>" in page and "<td>5</td><td>A4</td><td>title</td>" in page
+    )
+    assert client.get(reverse("catalog:import_errors", args=[job.pk])).status_code == 200
+
+    # the same choice over a file with no bad row stores every row
+    job = import_inline(client, content)  # the default: good rows stored
+    assert job.status == ImportJob.Status.DONE
+    upload(client, content.replace("65", "75"))
+    job = latest_job()
+    map_columns(client, job)
+    client.post(reverse("catalog:import_start", args=[job.pk]), {"all_or_nothing": "on"})
+    job = run_import(job.pk)
+    assert job.status == ImportJob.Status.DONE and (job.created_count, job.updated_count) == (0, 2)
+    assert Product.objects.get(sku="A1").title == "Acme TV 75"
+
+
 def test_it_updates_products_on_reimport_and_never_duplicates(client_for, alice, tv):
     client = client_for(alice)
     import_inline(client, HEADER + "A1,Acme TV 55,Old text,TV,Acme,,\nA2,Globex TV,,TV,,,\n")

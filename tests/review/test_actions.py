@@ -12,6 +12,7 @@ from review.bulk import do_create_bulk_action, run_bulk_action
 from review.filters import QueueFilter
 from review.models import BulkAction, GoldValue, ValueEvent
 from tests.support.factories import make_scenario
+from tests.support.pages import refusal
 
 pytestmark = pytest.mark.django_db
 
@@ -99,10 +100,7 @@ def test_it_refuses_an_empty_correction_and_changes_nothing(client_for, bob, sce
 
 def test_it_refuses_an_unknown_action(client_for, bob, scene):
     response = post_action(client_for(bob), scene.values[0], "delete")
-    assert response.status_code == 400
-    assert response.content.decode() == (
-        "<p class='error'>action: &#x27;delete&#x27; is not one of accept, correct, reject, set_na</p>"
-    )
+    assert refusal(response) == "action: 'delete' is not one of accept, correct, reject, set_na"
 
 
 def test_it_undoes_the_last_change_and_then_the_one_before(client_for, bob, scene):

@@ -9,6 +9,7 @@ from review.bulk import do_create_bulk_action, run_bulk_action
 from review.filters import QueueFilter
 from review.models import BulkAction, GoldValue, ValueEvent
 from tests.support.factories import make_scenario
+from tests.support.pages import refusal
 from tests.support.workers import start_worker, stop_worker, wait_until
 
 
@@ -59,18 +60,12 @@ def test_it_refuses_a_bad_bulk_request(client_for, bob, db):
     scene = make_scenario(products=1)
     client = client_for(bob)
     response = client.post(reverse("review:bulk"), {"run": scene.run.pk, "action": "delete"})
-    assert response.status_code == 400
-    assert (
-        response.content.decode()
-        == "<p class='error'>action: &#x27;delete&#x27; is not one of accept, reject</p>"
-    )
+    assert refusal(response) == "action: 'delete' is not one of accept, reject"
     response = client.post(
         reverse("review:bulk"), {"run": scene.run.pk, "status": "nope", "action": "accept"}
     )
-    assert response.status_code == 400
-    assert response.content.decode() == (
-        "<p class='error'>Cannot run the bulk action: status: &#x27;nope&#x27; is not one of "
-        "pending, accepted, corrected, rejected</p>"
+    assert refusal(response) == (
+        "Cannot run the bulk action: status: 'nope' is not one of pending, accepted, corrected, rejected"
     )
     assert not BulkAction.objects.exists()
 

@@ -233,3 +233,22 @@ def test_a_run_whose_wake_up_messages_were_lost_still_finishes(workers):
     run = wait_until(lambda: finished(run), timeout=RUN_TIMEOUT, what="the run to finish")
     assert run.status == Run.Status.DONE and run.done == 5
     assert_exactly_once(run)
+
+
+def test_a_real_worker_decodes_with_the_sizes_the_run_recorded_not_the_schemas(workers):
+    """Brand is stored one token wide: a run decodes it with the fast model's trained size (no
+    value cut); the same run with its sizes taken away (a run from before runs were sized) cuts."""
+    from catalog.models import Attribute
+
+    catalog = make_catalog(shoes=2, coffee=0)
+    Attribute.objects.filter(name__in=["Brand", "Color"]).update(max_tokens=1)
+    sized = start_run(catalog, model_dir=settings.FAST_MODEL_DIR)
+    unsized = start_run(catalog, model_dir=settings.FAST_MODEL_DIR)
+    Run.objects.filter(pk=unsized.pk).update(decode_settings={**unsized.decode_settings, "sizes": {}})
+    assert min(next(iter(sized.decode_settings["sizes"].values())).values()) > 1
+    workers("w1")
+    for run in (sized, unsized):
+        run = wait_until(lambda run=run: finished(run), timeout=RUN_TIMEOUT, what=f"run {run.pk} to finish")
+        assert run.status == Run.Status.DONE, run.error
+    cut = {run.pk: ExtractedValue.objects.filter(run=run, truncated=True).count() for run in (sized, unsized)}
+    assert cut[sized.pk] == 0 and cut[unsized.pk] > 0, cut
