@@ -24,19 +24,21 @@ class DecisionRefused(ValueError):
     """The promotion, undo or discard cannot be done as asked; the message says why. Nothing changed."""
 
 
-def shipped_version() -> ModelVersion:
-    """The shipped default's row, made the first time it is asked for."""
-    version, _ = ModelVersion.objects.get_or_create(
-        kind=ModelVersion.Kind.SHIPPED,
-        defaults={"name": SHIPPED_NAME, "status": ModelVersion.Status.PROMOTED},
-    )
+def shipped_version(create: bool = True) -> ModelVersion:
+    """The shipped default's row, made the first time a write needs it (a run, a job, a promotion).
+    create=False (pages, which never write on a GET): the row if made, else an unsaved stand-in."""
+    defaults = {"name": SHIPPED_NAME, "status": ModelVersion.Status.PROMOTED}
+    if not create:
+        found = ModelVersion.objects.defer("archive").filter(kind=ModelVersion.Kind.SHIPPED).first()
+        return found or ModelVersion(kind=ModelVersion.Kind.SHIPPED, **defaults)
+    version, _ = ModelVersion.objects.get_or_create(kind=ModelVersion.Kind.SHIPPED, defaults=defaults)
     return version
 
 
-def default_version(catalog: Catalog) -> ModelVersion:
-    """The version the catalog's runs decode with unless another is chosen."""
+def default_version(catalog: Catalog, create: bool = True) -> ModelVersion:
+    """The version the catalog's runs decode with unless another is chosen (create: shipped_version's)."""
     row = CatalogModel.objects.filter(catalog=catalog).select_related("version").first()
-    return row.version if row is not None else shipped_version()
+    return row.version if row is not None else shipped_version(create)
 
 
 def offered_versions(catalog: Catalog | None = None):
@@ -64,6 +66,8 @@ class BlindScore:
 
 
 def blind_score(version: ModelVersion, catalog: Catalog | None) -> BlindScore:
+    if version.pk is None:
+        return BlindScore(None, None, None, 0)  # the shipped default before any run used it
     runs = Run.objects.filter(status=Run.Status.DONE, model_version=version).order_by("-finished_at", "-id")
     if catalog is not None:
         runs = runs.filter(catalog=catalog)

@@ -24,7 +24,7 @@ def _jobs():
 @role_required(ADMIN)
 def catalogs(request):
     rows = [
-        (c, gold.counts_by_provenance(gold.reviewed_gold(c)), default_version(c))
+        (c, gold.counts_by_provenance(gold.reviewed_gold(c)), default_version(c, create=False))
         for c in Catalog.objects.all()
     ]
     return render(request, "training/catalogs.html", {"rows": rows})
@@ -38,7 +38,7 @@ def _improve_context(catalog: Catalog, form: JobForm) -> dict:
         "counts": gold.counts_by_provenance(gold.reviewed_gold(catalog)),
         "jobs": _jobs().filter(catalog=catalog)[:JOBS_SHOWN],
         "versions": versions,
-        "default": default_version(catalog),
+        "default": default_version(catalog, create=False),
         "promotion": Promotion.objects.filter(catalog=catalog, undone_at__isnull=True)
         .select_related("version")
         .first(),
@@ -74,7 +74,7 @@ def start(request, catalog_id: int):
 @role_required(ADMIN)
 def job(request, job_id: int):
     found = get_object_or_404(_jobs().select_related("catalog"), pk=job_id)
-    context = {"job": found, "default": default_version(found.catalog)}
+    context = {"job": found, "default": default_version(found.catalog, create=False)}
     return render(request, "training/job.html", context)
 
 

@@ -114,6 +114,15 @@ def saver(model, tokenizer, out: Path, settings: dict):
     return save
 
 
+def autocast_for(device: str) -> str:
+    """bf16 autocast where bfloat16 is computed in hardware (CUDA, AVX-512 BF16 or AMX CPUs); plain
+    float32 elsewhere, where oneDNN emulates bfloat16 several times slower (the shipped model's later
+    stages trained with --autocast none on this AVX2 host for that reason)."""
+    from .modeling import native_cpu_bfloat16
+
+    return "bf16" if device.startswith("cuda") or native_cpu_bfloat16() else "none"
+
+
 def fine_tune(job: FineTune, hooks: LoopHooks | None = None, on_save=None) -> dict:
     """Train the start adapter further; the adapter, slotwise.json and training.json end in job.out.
     on_save(out, step): called after each checkpoint is written (the job stores it elsewhere)."""
@@ -124,7 +133,11 @@ def fine_tune(job: FineTune, hooks: LoopHooks | None = None, on_save=None) -> di
     corpus = corpus_of([Split(REVIEWED, list(job.reviewed), []), *public])
     model, tokenizer = adapted_model(job.start, dtype=torch.float32, trainable=True)
     model.to(job.device)
-    row_cfg = RowConfig(keep=public_shares(len(job.reviewed), public, job.public_ratio), choices=True)
+    row_cfg = RowConfig(
+        row_tokens=min(RowConfig.row_tokens, job.batch_tokens),  # a tiny job (tests) packs short rows
+        keep=public_shares(len(job.reviewed), public, job.public_ratio),
+        choices=True,
+    )
     sampler = RowSampler(corpus, tokenizer, row_cfg, aug.AugmentConfig(), job.seed)
     cfg = TrainConfig(
         seed=job.seed,
@@ -135,6 +148,7 @@ def fine_tune(job: FineTune, hooks: LoopHooks | None = None, on_save=None) -> di
         batch_tokens=job.batch_tokens,
         log_every=5,
         extractive_weight=1.0,
+        autocast=autocast_for(job.device),
     )
     write = saver(model, tokenizer, job.out, inherited_settings(job.start))
 

@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from catalog.models import Product
+from extraction.engine.stopping import Cancelled  # torch-free: the evaluation's decoding stops with it
 from extraction.worker.decoding import engine_model_dir
 from training import cache, gold
 from training.archive import pack, sha256_hex, unpack
@@ -161,7 +162,7 @@ def run_job(job_id: int, owner: str) -> None:
     try:
         with Heartbeat(job_id, owner), tempfile.TemporaryDirectory(prefix="slotwise-train-") as scratch:
             train_and_register(job, owner, Path(scratch))
-    except LostClaim:
+    except (LostClaim, Cancelled):
         finish_cancelled(job_id)  # cancelled: say so; taken over: the new owner goes on
     except Exception as exc:  # noqa: BLE001 - any failure ends the job saying what happened
         log.exception("training job %s failed", job_id)
