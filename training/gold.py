@@ -28,7 +28,7 @@ def reviewed_gold(catalog: Catalog):
 def counts_by_provenance(gold) -> dict:
     """{"blind": values, "corrected": ..., "accepted": ..., "values": all, "products": products}."""
     kinds = Counter(gold.values_list("provenance", flat=True))
-    counts = {kind: kinds.get(kind, 0) for kind in REVIEWED}
+    counts = {str(kind): kinds.get(kind, 0) for kind in REVIEWED}
     counts["values"] = sum(kinds.values())
     counts["products"] = gold.values("product_id").distinct().count()
     return counts

@@ -37,7 +37,12 @@ def shipped_version(create: bool = True) -> ModelVersion:
 
 def default_version(catalog: Catalog, create: bool = True) -> ModelVersion:
     """The version the catalog's runs decode with unless another is chosen (create: shipped_version's)."""
-    row = CatalogModel.objects.filter(catalog=catalog).select_related("version").first()
+    row = (
+        CatalogModel.objects.filter(catalog=catalog)
+        .select_related("version")
+        .defer("version__archive")
+        .first()
+    )
     return row.version if row is not None else shipped_version(create)
 
 
@@ -106,6 +111,7 @@ def do_undo_promotion(catalog: Catalog, user=None) -> Promotion:
             Promotion.objects.select_for_update()
             .filter(catalog=catalog, undone_at__isnull=True)
             .select_related("previous", "version")
+            .defer("previous__archive", "version__archive")
             .first()
         )
         if promotion is None:

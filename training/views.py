@@ -17,7 +17,10 @@ JOBS_SHOWN = 10
 
 
 def _jobs():
-    return TrainingJob.objects.defer("checkpoint").select_related("result", "parent", "created_by")
+    # never a version's bytes nor a checkpoint in the web process: pages need their names only
+    return TrainingJob.objects.select_related("result", "parent", "created_by").defer(
+        "checkpoint", "result__archive", "parent__archive"
+    )
 
 
 @require_GET
@@ -31,7 +34,9 @@ def catalogs(request):
 
 
 def _improve_context(catalog: Catalog, form: JobForm) -> dict:
-    versions = catalog.model_versions.defer("archive").select_related("parent").order_by("-id")
+    versions = (
+        catalog.model_versions.select_related("parent").defer("archive", "parent__archive").order_by("-id")
+    )
     return {
         "catalog": catalog,
         "form": form,

@@ -119,3 +119,19 @@ def test_a_start_without_enough_reviewed_products_is_refused_and_stores_nothing(
     )
     assert response.status_code == 400 and "review at least 2" in response.content.decode()
     assert not TrainingJob.objects.exists()
+
+
+def test_the_pages_never_read_a_version_s_bytes(client_for, alice, tmp_path):
+    """A version's archive is tens of megabytes: pages name versions, they never load them."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    catalog = reviewed_catalog()
+    version = stored_version(catalog, tmp_path)
+    do_promote(version, user=alice)
+    client = client_for(alice)
+    with CaptureQueriesContext(connection) as queries:
+        for url in (reverse("training:catalogs"), reverse("training:improve", args=[catalog.pk]),
+                    reverse("extraction:start")):  # fmt: skip
+            assert client.get(url).status_code == 200
+    assert not [q["sql"] for q in queries if '"archive"' in q["sql"]]
