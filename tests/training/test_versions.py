@@ -135,3 +135,13 @@ def test_the_pages_never_read_a_version_s_bytes(client_for, alice, tmp_path):
                     reverse("extraction:start")):  # fmt: skip
             assert client.get(url).status_code == 200
     assert not [q["sql"] for q in queries if '"archive"' in q["sql"]]
+
+
+def test_a_gpu_worker_hands_the_engine_its_cached_copy_of_a_run_s_version(settings, tmp_path):
+    from extraction.worker.decoding import engine_model_dir
+
+    settings.MODEL_CACHE_DIR = str(tmp_path / "cache")
+    version = stored_version(reviewed_catalog(), tmp_path)
+    run = do_start_run(RunRequest(decoder="hpd", model_dir=f"version:{version.pk}"))[0]
+    assert run.model_version == version
+    assert engine_model_dir(run.model_dir) == str(tmp_path / "cache" / version.sha256)
