@@ -55,7 +55,7 @@ def offered_versions(catalog: Catalog | None = None):
     if catalog is not None:
         trained = trained.filter(catalog=catalog)
     return [
-        shipped_version(),
+        shipped_version(create=False),  # the run form's GET writes nothing
         *trained.defer("archive").select_related("catalog").order_by("catalog__name", "id"),
     ]
 

@@ -46,6 +46,7 @@ def _improve_context(catalog: Catalog, form: JobForm) -> dict:
         "default": default_version(catalog, create=False),
         "promotion": Promotion.objects.filter(catalog=catalog, undone_at__isnull=True)
         .select_related("version")
+        .defer("version__archive")
         .first(),
     }
 
