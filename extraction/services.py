@@ -20,6 +20,9 @@ from catalog.models import Catalog, Category, Product, SchemaVersion
 from extraction import config
 from extraction.models import Run, WorkItem
 from extraction.sizes import run_sizes
+from training.cache import run_model_dir, version_id_of
+from training.models import ModelVersion
+from training.versions import default_version, shipped_version
 from workers import task_names
 from workers.celery import app as celery_app
 
@@ -108,6 +111,32 @@ def _queue_work_items(run: Run, products, schemas: dict[int, SchemaVersion]) -> 
     return total
 
 
+def resolved_model(request: RunRequest) -> tuple[str, ModelVersion | None]:
+    """(the run's model_dir, its stored version): a version chosen by id; the bundled choice means
+    the catalog's default version (the shipped one unless a trained version was promoted); another
+    model directory has no version."""
+    version_id = version_id_of(request.model_dir)
+    if version_id is not None:
+        version = offered_trained().filter(pk=version_id).first()
+        if version is None:
+            raise RunRefused(
+                f"Model version {version_id} is not offered (discarded or deleted): choose another."
+            )
+        return request.model_dir, version
+    if request.model_dir == config.BUNDLED:
+        version = default_version(request.catalog) if request.catalog is not None else shipped_version()
+        return run_model_dir(version), version
+    return request.model_dir, None
+
+
+def offered_trained():
+    return (
+        ModelVersion.objects.defer("archive")
+        .filter(kind=ModelVersion.Kind.TRAINED)
+        .exclude(status=ModelVersion.Status.DISCARDED)
+    )
+
+
 def _recent_twins(request: RunRequest, decoders: list[str], user, window: timedelta) -> list[Run]:
     """The user's still-active runs of the same decoders, model and selection started within `window`.
 
@@ -142,6 +171,7 @@ def do_start_run(request: RunRequest, user=None, once_within: timedelta | None =
     products = selected_products(request.catalog, request.category, request.search)
     if not products.exists():
         raise RunRefused("No product matches this selection: widen the catalog, category or search.")
+    model_dir, version = resolved_model(request)
     settings_used = {
         "batch_size": request.batch_size or settings.EXTRACTION_BATCH_SIZE,
         "stack": request.stack,
@@ -162,7 +192,8 @@ def do_start_run(request: RunRequest, user=None, once_within: timedelta | None =
                 catalog=request.catalog,
                 category=request.category,
                 search=request.search.strip(),
-                model_dir=request.model_dir,
+                model_dir=model_dir,
+                model_version=version,
                 decode_settings={**settings_used, "decoder": decoder},
                 created_by=user,
             )

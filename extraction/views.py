@@ -129,9 +129,9 @@ def _run_context(request, run: Run) -> dict:
 @role_required(ADMIN, REVIEWER)
 def detail(request, run_id: int):
     run = get_object_or_404(
-        Run.objects.select_related("catalog", "category", "created_by", "linked_run").prefetch_related(
-            Prefetch("schema_versions")
-        ),
+        Run.objects.select_related("catalog", "category", "created_by", "linked_run", "model_version")
+        .defer("model_version__archive")  # a stored version's bytes stay in PostgreSQL
+        .prefetch_related(Prefetch("schema_versions")),
         pk=run_id,
     )
     context = _run_context(request, run)

@@ -27,6 +27,9 @@ trap cleanup INT TERM EXIT
 pids+=($!)
 .venv/bin/celery -A workers worker -Q light -c 2 -n light@%h --loglevel=INFO &
 pids+=($!)
+# Training jobs ("Improve the model"): a process of their own, one job at a time.
+.venv/bin/celery -A workers worker -Q train -c 1 -n train@%h --loglevel=INFO &
+pids+=($!)
 # The periodic reaper: celery beat sends the tasks of workers/celery.py's schedule to the light worker.
 mkdir -p .data
 .venv/bin/celery -A workers beat --schedule .data/celerybeat-schedule --loglevel=INFO &

@@ -4,7 +4,8 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from extraction.engine.base_model import MODEL_DIR
+from extraction.engine.base_model import ARTIFACT_DIR, MODEL_DIR
+from extraction.engine.splits import DEFAULT_DATA
 from slotwise.env import env_bool, env_float, env_int, env_list, env_str, parse_database_url
 from slotwise.processes import needs_secret_key
 
@@ -35,6 +36,7 @@ INSTALLED_APPS = [
     "evaluation",
     "workers",
     "filestore",
+    "training",
 ]
 
 MIDDLEWARE = [
@@ -137,7 +139,10 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = "light"
-CELERY_TASK_ROUTES = {"workers.tasks.gpu_*": {"queue": "gpu"}}
+CELERY_TASK_ROUTES = {
+    "workers.tasks.gpu_*": {"queue": "gpu"},
+    "workers.tasks.train_model": {"queue": "train"},
+}
 CELERY_TASK_ALWAYS_EAGER = False
 # Each worker also listens on a queue of its own: a starting GPU worker sends its look for waiting
 # work there, so it is that worker that looks (not one that cannot load the run's model).
@@ -183,6 +188,31 @@ EXTRACTION_DATABASE_WAIT_SECONDS = env_int("EXTRACTION_DATABASE_WAIT_SECONDS", 1
 # The fault drill's window for killing a worker while it writes a batch: record_results waits this
 # long inside its transaction, after the values and before the commit. 0 (off) but in a drill.
 EXTRACTION_DRILL_WRITE_PAUSE_SECONDS = env_int("EXTRACTION_DRILL_WRITE_PAUSE_SECONDS", 0, minimum=0)
+# Training jobs ("Improve the model", training/): minutes of training per job (a time cap; the most
+# a form may ask), the seeded share of reviewed products held back to prove the gain, public
+# products mixed in per reviewed product (so the model does not forget), steps and batch of the
+# recipe, checkpoints every so many minutes (stored in PostgreSQL), the heartbeat, after how long
+# without one a job is resumed elsewhere, how many dead workers fail it, and automatic promotion
+# (off: an admin decides; on: only a gain beyond the held-back interval's half-width).
+TRAINING_MINUTES = env_float("TRAINING_MINUTES", 15.0)
+TRAINING_MAX_MINUTES = env_float("TRAINING_MAX_MINUTES", 240.0)
+TRAINING_HOLDOUT_SHARE = env_float("TRAINING_HOLDOUT_SHARE", 0.2)
+TRAINING_PUBLIC_RATIO = env_float("TRAINING_PUBLIC_RATIO", 1.0)
+TRAINING_PUBLIC_DATA = env_list(
+    "TRAINING_PUBLIC_DATA", ",".join(str(DEFAULT_DATA / name) for name in ("oa-mine", "ae-110k", "wdc-pave"))
+)
+TRAINING_MAX_STEPS = env_int("TRAINING_MAX_STEPS", 100000, minimum=1)
+TRAINING_BATCH_TOKENS = env_int("TRAINING_BATCH_TOKENS", 4096, minimum=64)
+TRAINING_CHECKPOINT_MINUTES = env_float("TRAINING_CHECKPOINT_MINUTES", 2.0)
+TRAINING_HEARTBEAT_SECONDS = env_int("TRAINING_HEARTBEAT_SECONDS", 10, minimum=1)
+TRAINING_STALE_SECONDS = env_int("TRAINING_STALE_SECONDS", 90, minimum=2)
+TRAINING_MAX_ATTEMPTS = env_int("TRAINING_MAX_ATTEMPTS", 3, minimum=1)
+TRAINING_AUTO_PROMOTE = env_bool("TRAINING_AUTO_PROMOTE", default=False)
+# The adapter a job trains from when the catalog's version is the shipped default (the committed
+# artifact `make model` assembled SLOTWISE_MODEL_DIR from), and where workers keep stored versions.
+TRAINING_SHIPPED_ADAPTER = env_str("TRAINING_SHIPPED_ADAPTER", str(ARTIFACT_DIR))
+MODEL_CACHE_DIR = env_str("MODEL_CACHE_DIR", str(BASE_DIR / ".data" / "model-cache"))
+
 # Review: rows per queue page; bulk actions change values in chunks of REVIEW_BULK_CHUNK per
 # transaction (short locks) and run in the request up to REVIEW_BULK_INLINE_LIMIT values, beyond it
 # in the background; exports up to REVIEW_EXPORT_INLINE_LIMIT values are written in the request.

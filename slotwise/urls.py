@@ -9,4 +9,5 @@ urlpatterns = [
     path("review/", include("review.urls")),
     path("ab/", include("evaluation.urls")),
     path("status/", include("workers.urls")),
+    path("models/", include("training.urls")),
 ]

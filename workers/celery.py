@@ -1,8 +1,9 @@
 """The Celery app. Configured from Django settings (CELERY_ namespace).
 
-Two queues: `gpu` for decoding (one worker process per GPU, model loaded once per process) and
-`light` for everything else (imports, exports, bulk review actions, the reaper), so a long import
-never waits behind a decoding batch.
+Three queues: `gpu` for decoding (one worker process per GPU, model loaded once per process),
+`train` for training jobs (a worker process of its own: a job holds it for minutes), and `light`
+for everything else (imports, exports, bulk review actions, the reaper), so a long import never
+waits behind a decoding batch or a training job.
 
 The beat schedule (the periodic reaper) is defined here and nowhere else; `celery -A workers beat`
 sends its tasks, a `light` worker runs them. Intervals come from settings (REAPER_INTERVAL_SECONDS,
@@ -33,6 +34,10 @@ def schedule_the_reaper(sender: Celery, **kwargs) -> None:
     # Work that waits with no live lease over it gets its wake-up message again.
     sender.add_periodic_task(
         every_round, sender.signature("workers.tasks.wake_waiting_runs"), name="wake-waiting-runs"
+    )
+    # Training jobs whose worker stopped beating resume elsewhere from their last checkpoint.
+    sender.add_periodic_task(
+        every_round, sender.signature("workers.tasks.resume_stalled_training"), name="resume-stalled-training"
     )
     # Uploads left at mapping longer than STRANDED_UPLOAD_MAX_AGE_HOURS go, with their files.
     sender.add_periodic_task(

@@ -5,3 +5,4 @@ workers.tasks, which imports extraction's worker loop: no import cycle between t
 """
 
 GPU_PROCESS_RUN = "workers.tasks.gpu_process_run"
+TRAIN_JOB = "workers.tasks.train_model"

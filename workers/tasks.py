@@ -17,6 +17,7 @@ from workers import task_names
 log = logging.getLogger(__name__)
 
 GPU_QUEUE = "gpu"
+TRAIN_QUEUE = "train"
 CONTINUE_RETRY_POLICY = {"max_retries": 30, "interval_start": 0.5, "interval_step": 0.5, "interval_max": 2}
 
 
@@ -90,3 +91,40 @@ def remove_stranded_uploads() -> list[int]:
     from workers.stranded_uploads import remove_stranded_uploads as remove
 
     return [removed.job_id for removed in remove()]
+
+
+# Training (the `train` queue, settings.CELERY_TASK_ROUTES): one job per message; its state, progress
+# and checkpoints are in PostgreSQL (training/worker/job.py), so a killed worker's job resumes elsewhere.
+
+
+@shared_task(name=task_names.TRAIN_JOB)
+def train_model(job_id: int) -> None:
+    """Run training job `job_id` to its end; returns quietly when another worker holds it or it is over."""
+    from training.worker.job import run_job
+
+    run_job(job_id, f"{train_model.request.hostname or 'worker'}/pid{os.getpid()}")
+
+
+@shared_task(name="workers.tasks.resume_stalled_training")
+def resume_stalled_training() -> list[int]:
+    """Training jobs whose worker stopped beating go back to the queue (or fail); returns their ids."""
+    from training.services import resume_stalled_jobs
+
+    return resume_stalled_jobs()
+
+
+def consumes_train_queue(consumer) -> bool:
+    queues = getattr(getattr(consumer, "task_consumer", None), "queues", None) or []
+    return any(queue.name == TRAIN_QUEUE for queue in queues)
+
+
+@worker_ready.connect
+def look_for_stalled_training(sender=None, **kwargs) -> None:
+    """A train worker that (re)starts looks for jobs a dead worker left, so they resume without
+    waiting for beat's next round."""
+    if not consumes_train_queue(sender):
+        return
+    try:
+        resume_stalled_training.apply_async((), retry=False, queue=worker_direct(sender.hostname))
+    except Exception as exc:  # noqa: BLE001 - a broker hiccup at start-up must not stop the worker
+        log.warning("could not queue the look for stalled training jobs: %s", exc)

@@ -21,6 +21,7 @@ import math
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -54,6 +55,18 @@ class TrainConfig:
     autocast: str = "bf16"  # "bf16": bfloat16 autocast (weights stay float32), "none": plain float32
     extractive_weight: float = 0.0  # weight of the extractive loss (0 = off; needs RowConfig.choices)
     lm_weight: float = 0.0  # weight of the language-model loss on the documents' text (0 = off)
+
+
+@dataclass
+class LoopHooks:
+    """What a caller of train_loop may add (the product's training job, engine/fine_tune.py): carry
+    on where a checkpoint left off (its step and the training seconds already spent, so the schedule
+    and the time cap go on from there), hear of every step, and stop between steps."""
+
+    start_step: int = 0
+    spent_seconds: float = 0.0
+    on_step: Callable[[int, float, float], None] | None = None  # (step, loss, elapsed seconds)
+    should_stop: Callable[[], bool] | None = None
 
 
 # ---------------------------------------------------------------------------------- training loop
@@ -98,17 +111,28 @@ def optimizer(model, cfg: TrainConfig) -> torch.optim.AdamW:
 
 
 def train_loop(
-    model, sampler: RowSampler, pad_id: int, cfg: TrainConfig, device: str, save=None, save_every: float = 0.0
+    model,
+    sampler: RowSampler,
+    pad_id: int,
+    cfg: TrainConfig,
+    device: str,
+    save=None,
+    save_every: float = 0.0,
+    hooks: LoopHooks | None = None,
 ) -> dict:
     """AdamW, warmup + cosine on progress; save(step) is called every save_every minutes."""
-    torch.manual_seed(cfg.seed)
+    hooks = hooks or LoopHooks()
+    torch.manual_seed(cfg.seed + hooks.start_step)
     opt = optimizer(model, cfg)
     model.train()
-    start = time.time()
+    start = time.time() - hooks.spent_seconds
     stream = sampler.batches(cfg.batch_tokens)
-    step, tokens, losses = 0, 0, LossLog()
-    last_save = start
+    step, tokens, losses, stopped = hooks.start_step, 0, LossLog(), False
+    last_save = time.time()
     while step < cfg.steps:
+        if hooks.should_stop is not None and hooks.should_stop():
+            stopped = True
+            break
         elapsed = time.time() - start
         progress = progress_at(cfg, step, elapsed)
         if progress is None:
@@ -120,12 +144,15 @@ def train_loop(
         rows = next(stream)
         terms = step_losses(model, collate_for(rows, pad_id, model, cfg), cfg, device)
         opt.zero_grad(set_to_none=True)
-        total_loss(terms, cfg).backward()
+        loss = total_loss(terms, cfg)
+        loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
         opt.step()
         step += 1
         tokens += sum(len(r.input_ids) for r in rows)
         losses.add(terms)
+        if hooks.on_step is not None:
+            hooks.on_step(step, float(loss.detach()), time.time() - start)
         if step % cfg.log_every == 0 or step == cfg.steps:
             losses.flush(step, cfg.steps, lr, elapsed, sampler.epoch, tokens)
         if save is not None and save_every > 0 and time.time() - last_save >= save_every * 60:
@@ -141,6 +168,7 @@ def train_loop(
         "seconds": seconds,
         "epochs": sampler.epoch,
         "history": losses.history,
+        "stopped": stopped,
     }
 
 

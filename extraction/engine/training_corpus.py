@@ -82,8 +82,14 @@ class Corpus:
 
 
 def load_corpus(data: list[str], splits_dir: Path = SPLITS_DIR, write_splits: bool = True) -> Corpus:
-    corpus = Corpus()
     splits = [load_split(d, splits_dir=splits_dir, write=write_splits) for d in resolve_data_dirs(data)]
+    return corpus_of(splits)
+
+
+def corpus_of(splits: list) -> Corpus:
+    """The corpus of these splits (splits.Split: a data set's train and dev records), grouped by
+    (data set, category); a catalog's reviewed gold joins as a split of its own (engine/fine_tune.py)."""
+    corpus = Corpus()
     # no dev document enters training through another data set (the distant sets were built
     # disjoint from every dev title; this keeps that true whatever is named together)
     dev_docs = {document_key(r) for split in splits for r in split.dev}

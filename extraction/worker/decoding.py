@@ -14,6 +14,7 @@ from django.conf import settings
 from extraction import config
 from extraction.engine.stopping import Cancelled  # torch-free; the loop catches it from here
 from extraction.worker.leases import BatchTotals, ItemOutcome
+from training.cache import local_dir, version_id_of
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +81,13 @@ def loaded_fingerprint(extractor, directory: str | None) -> str:
 
 
 def engine_model_dir(model_dir: str) -> str | None:
-    """The directory the engine is handed for a run's model_dir. The bundled model is
+    """The directory the engine is handed for a run's model_dir. A stored version ("version:<id>")
+    is this machine's cached copy of it (fetched from PostgreSQL once). The bundled model is
     settings.SLOTWISE_MODEL_DIR; while that holds no model yet, None: the engine's default, a random
     stand-in when `make model` has not run (what the run form says the workers use)."""
+    version_id = version_id_of(model_dir)
+    if version_id is not None:
+        return str(local_dir(version_id))  # a stored version, unpacked into this machine's cache
     if model_dir != config.BUNDLED:
         return model_dir
     configured = settings.SLOTWISE_MODEL_DIR

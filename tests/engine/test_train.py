@@ -612,3 +612,33 @@ def test_batches_group_rows_of_similar_length_and_keep_every_row(tmp_path, token
         batch = next(stream)
     assert sorted(got) == expected  # every row of the epoch, once
     assert max(sizes) > 1  # rows do share batches
+
+
+def test_loop_hooks_hear_each_step_stop_between_steps_and_resume_where_a_checkpoint_left_off(
+    tmp_path, tokenizer
+):
+    """What the product's training job relies on (engine/fine_tune.py): a loss per step, a stop
+    between steps, and a resumed loop that counts on from its checkpoint's step and seconds."""
+    from extraction.engine.train import LoopHooks, TrainConfig, train_loop
+
+    corpus = load_corpus(write_toy_data(tmp_path), tmp_path / "splits")
+    sampler = RowSampler(corpus, tokenizer, RowConfig(row_tokens=300), None, 0)
+    cfg = TrainConfig(steps=6, batch_tokens=600, warmup=1, autocast="none", log_every=100)
+    heard: list[tuple[int, float, float]] = []
+    stop_after_two = LoopHooks(on_step=lambda *a: heard.append(a), should_stop=lambda: len(heard) >= 2)
+    result = train_loop(
+        tiny_model(tokenizer), sampler, tokenizer.pad_token_id, cfg, "cpu", hooks=stop_after_two
+    )
+    assert result["stopped"] and result["steps"] == 2 and [s for s, _, _ in heard] == [1, 2]
+    assert all(loss > 0 for _, loss, _ in heard)
+
+    heard.clear()
+    resumed = LoopHooks(start_step=4, spent_seconds=100.0, on_step=lambda *a: heard.append(a))
+    result = train_loop(tiny_model(tokenizer), sampler, tokenizer.pad_token_id, cfg, "cpu", hooks=resumed)
+    assert not result["stopped"] and result["steps"] == 6 and [s for s, _, _ in heard] == [5, 6]
+    assert heard[0][2] >= 100.0  # its seconds go on from the checkpoint's, for the schedule and the cap
+
+    capped = TrainConfig(steps=6, minutes=1.0, batch_tokens=600, warmup=1, autocast="none", log_every=100)
+    result = train_loop(tiny_model(tokenizer), sampler, tokenizer.pad_token_id, capped, "cpu",
+                        hooks=LoopHooks(start_step=1, spent_seconds=60.0))  # fmt: skip
+    assert result["steps"] == 1  # the time cap was spent before the resume: no step more

@@ -27,7 +27,7 @@ def own_media_root(name: str) -> str:
 
 
 def start_worker(
-    queues: str = "gpu,light", name: str = "w1", env: dict | None = None, log_path: Path | None = None
+    queues: str = "gpu,light,train", name: str = "w1", env: dict | None = None, log_path: Path | None = None
 ):
     """A worker on `queues`, connected to the running test's database, with a MEDIA_ROOT of its own;
     logs to log_path's folder."""

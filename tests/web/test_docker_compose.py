@@ -58,17 +58,18 @@ def test_compose_refuses_to_start_without_a_secret_key():
 def test_compose_file_has_every_service_with_healthchecks_and_volumes():
     spec = yaml.safe_load(COMPOSE.read_text())
     services = spec["services"]
-    assert set(services) == {"db", "redis", "web", "cpu-worker", "gpu-worker", "beat"}
+    assert set(services) == {"db", "redis", "web", "cpu-worker", "gpu-worker", "train-worker", "beat"}
     assert services["db"]["image"] == "postgres:16"
     assert services["redis"]["image"] == "redis:7"
     assert all("healthcheck" in service for service in services.values())
     assert "gunicorn slotwise.wsgi:application" in services["web"]["command"]
     assert "-Q gpu" in " ".join(services["gpu-worker"]["command"])
+    assert "-Q train -c 1" in " ".join(services["train-worker"]["command"])  # training jobs, one at a time
     assert "celery -A workers beat" in " ".join(services["beat"]["command"])  # the reaper's schedule
     assert services["beat"]["deploy"]["replicas"] == 1  # two beats send every task twice
     assert set(spec["volumes"]) == {"pgdata", "redisdata"}
     assert "pgdata:/var/lib/postgresql/data" in services["db"]["volumes"]
-    for name in ("web", "cpu-worker", "gpu-worker", "beat"):
+    for name in ("web", "cpu-worker", "gpu-worker", "train-worker", "beat"):
         assert services[name]["depends_on"]["db"]["condition"] == "service_healthy"
     assert (ROOT / "Dockerfile").exists()
 
@@ -80,7 +81,7 @@ def test_gpu_workers_scale_with_nothing_shared_but_postgresql_and_redis():
     worker = services["gpu-worker"]
     assert "profiles" not in worker and "container_name" not in worker and "ports" not in worker
     assert "gpu@%h" in worker["command"]  # each replica's own host name
-    for name in ("web", "cpu-worker", "gpu-worker", "beat"):
+    for name in ("web", "cpu-worker", "gpu-worker", "train-worker", "beat"):
         assert "volumes" not in services[name], f"{name} mounts a volume"
     gpu = yaml.safe_load(GPU_OVERRIDE.read_text())["services"]["gpu-worker"]
     assert gpu["environment"]["SLOTWISE_DEVICE"] == "cuda"
