@@ -9,11 +9,12 @@ from django.views.decorators.http import require_GET
 from catalog.models import Attribute, Catalog, Category
 from extraction.models import ExtractedValue, Run
 from review import bulk, shortcuts
-from review.filters import SORTS, FilterError, QueueFilter, page_size, partner_of, runs_with_values
+from review.filters import SORTS, USEFUL, FilterError, QueueFilter, page_size, partner_of, runs_with_values
 from review.gold import APPROVED
 from review.models import ValueReview
 from review.paging import CursorError, page_of
 from review.rows import make_row
+from review.useful_order import useful_page
 from review.views.common import bad_request, reviewers_only, settings_of
 
 RUN_CHOICES = 50
@@ -56,14 +57,18 @@ def queue_context(request, queue_filter: QueueFilter) -> dict:
     run = queue_filter.run_with_partner()
     partner = partner_of(run) if run else None
     counts = _counts(queue_filter)
-    page = page_of(
-        queue_filter.ordered_values(partner=partner),
-        queue_filter.ordering(partner is not None),
-        page_size(),
-        after=request.GET.get("after", ""),
-        before=request.GET.get("before", ""),
-        total=counts.pop("total"),
-    )
+    total = counts.pop("total")
+    cursors = {"after": request.GET.get("after", ""), "before": request.GET.get("before", "")}
+    if queue_filter.sort == USEFUL:
+        page = useful_page(queue_filter, partner, page_size(), **cursors)
+    else:
+        page = page_of(
+            queue_filter.ordered_values(partner=partner),
+            queue_filter.ordering(partner is not None),
+            page_size(),
+            total=total,
+            **cursors,
+        )
     params = queue_filter.as_params()
     return {
         "filter": queue_filter,
