@@ -8,10 +8,9 @@ from django.views.decorators.http import require_GET
 
 from catalog.models import Attribute, Catalog, Category
 from extraction.models import ExtractedValue, Run
-from review import bulk, shortcuts
+from review import shortcuts
 from review.filters import SORTS, USEFUL, FilterError, QueueFilter, page_size, partner_of, runs_with_values
-from review.gold import APPROVED
-from review.models import ValueReview
+from review.models import APPROVED, BulkAction, ValueReview
 from review.paging import CursorError, page_of
 from review.rows import make_row
 from review.useful_order import useful_page
@@ -34,8 +33,8 @@ def _counts(queue_filter: QueueFilter) -> dict:
     """The page's total, the bulk buttons' and the export's counts in one pass over the filter's values."""
     return queue_filter.values().aggregate(
         total=Count("pk"),
-        bulk_accept_count=Count("pk", filter=bulk.eligible(bulk.BulkAction.Action.ACCEPT)),
-        bulk_reject_count=Count("pk", filter=bulk.eligible(bulk.BulkAction.Action.REJECT)),
+        bulk_accept_count=Count("pk", filter=ValueReview.bulk_changeable(BulkAction.Action.ACCEPT)),
+        bulk_reject_count=Count("pk", filter=ValueReview.bulk_changeable(BulkAction.Action.REJECT)),
         approved_count=Count("pk", filter=Q(review__status__in=APPROVED)),  # as exports.approved
     )
 
