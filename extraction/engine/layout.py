@@ -24,6 +24,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from catalog.kinds import ENUM, TEXT
 from extraction.domain import NA  # absent attribute
 
 # where a value may start / end in extractive decoding (extractive.DocIndex.word_start / word_end):
@@ -70,7 +71,7 @@ class AttributeSpec:
     name: str
     description: str = ""
     max_tokens: int = 12
-    kind: str = "text"
+    kind: str = TEXT
     unit: str = ""
     allowed_values: tuple[str, ...] = ()
     free: bool = False
@@ -85,7 +86,7 @@ def with_values_listed(spec: AttributeSpec) -> AttributeSpec:
     """An enumeration whose prompt line lists its allowed values after its description, so that the
     slot reads what it may choose from (a model trained so says "enum_values_in_prompt" in its
     slotwise.json; one trained without never sees such a line)."""
-    if spec.kind != "enum" or not spec.allowed_values:
+    if spec.kind != ENUM or not spec.allowed_values:
         return spec
     listed = "one of: " + " | ".join(spec.allowed_values)
     return replace(spec, description=f"{spec.description} ({listed})" if spec.description else listed)

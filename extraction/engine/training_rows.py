@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from catalog.kinds import ENUM
+
 from . import augment as aug
 from . import extractive as span
 from .constraints import choice_rule
@@ -370,7 +372,7 @@ class RowSampler:
             gap = max(self.cfg.min_gap, longest) + self.rng.randint(0, self.cfg.gap_extra)
             values = next((ex.options[name] for ex in exs if ex.options and name in ex.options), None)
             if values:  # an enumeration: its prompt line lists the values, as the Extractor writes it
-                spec = AttributeSpec(name, max_tokens=gap, kind="enum", allowed_values=tuple(values))
+                spec = AttributeSpec(name, max_tokens=gap, kind=ENUM, allowed_values=tuple(values))
                 specs.append(with_values_listed(spec))
             else:
                 specs.append(AttributeSpec(name, max_tokens=gap))
