@@ -41,7 +41,6 @@ from .layout import (
     build_hpd_layout,
     doc_ids,
     schema_prompt,
-    terminator_id,
     value_ids,
     with_values_listed,
 )
@@ -67,11 +66,6 @@ class Row:
     # next-token targets inside each document's text (the auxiliary language-model loss)
     lm_labels: list[int] = field(default_factory=list)
     weight: float = 1.0  # the weight of this row's value losses (its data set's, RowConfig.weights)
-
-
-def value_terminator(tokenizer) -> int:
-    """The token that ends every value (layout.terminator_id: VALUE_END when the vocab has it)."""
-    return terminator_id(tokenizer)
 
 
 def hpd_values(tokenizer, specs: list[AttributeSpec], gold: dict[str, str | None], terminator: int):

@@ -19,8 +19,7 @@ from extraction.engine.api import (
     na_temperatures,
 )
 from extraction.engine.metric import is_na
-
-from .conftest import TEXTS
+from tests.support.tiny_models import TEXTS
 
 
 def test_ece_by_hand():
