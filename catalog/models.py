@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.db import models
 
+from catalog import kinds
 from catalog.imports.read import FileFormat
 from extraction.domain import DEFAULT_TOKEN_BUDGET
 
@@ -62,10 +63,11 @@ class Attribute(models.Model):
     """An attribute of a schema version: what the model fills in for each product."""
 
     class Kind(models.TextChoices):
-        TEXT = "text", "Text"
-        NUMBER = "number", "Number with unit"
-        ENUM = "enum", "Enumeration"
-        BOOLEAN = "boolean", "Boolean"
+        # the kinds themselves are the engine's too: catalog/kinds.py
+        TEXT = kinds.TEXT, "Text"
+        NUMBER = kinds.NUMBER, "Number with unit"
+        ENUM = kinds.ENUM, "Enumeration"
+        BOOLEAN = kinds.BOOLEAN, "Boolean"
 
         def decoding(self, unit: str = "", free: bool = False) -> str:
             """What this type makes the decoder do, in one sentence: the schema editor shows it,

@@ -119,14 +119,6 @@ class CampaignItem(models.Model):
             models.UniqueConstraint(fields=["campaign", "position"], name="unique_campaign_position"),
         ]
 
-    @property
-    def system_a(self) -> System:
-        return self.campaign.first_system if self.first_is_a else self.campaign.second_system
-
-    @property
-    def system_b(self) -> System:
-        return self.campaign.second_system if self.first_is_a else self.campaign.first_system
-
 
 class Assignment(models.Model):
     """An item handed to a rater, so that N raters per item is kept even when raters work at once."""

@@ -1,11 +1,10 @@
-"""Which models a run may use and what their directories say (labels, dev precision curves).
+"""Which models a run may use and what their directories say (their labels).
 
 The settings of runs themselves (lease length, batch size, retries ...) are declared once, with
 their environment variables, in slotwise/settings.py. Read here without the engine's torch: only
 its torch-free modules are imported.
 """
 
-import math
 from pathlib import Path
 
 from django.conf import settings
@@ -45,54 +44,6 @@ def _slotwise_json(path: Path) -> dict:
 def model_label(path: Path) -> str:
     """The label its slotwise.json gives (what it is and its dev F1), else the directory name."""
     return _slotwise_json(path).get("label") or path.name
-
-
-def run_model_path(model_dir: str) -> Path:
-    """The directory a run's model_dir names (BUNDLED: the default model)."""
-    return Path(model_dir or settings.SLOTWISE_MODEL_DIR)
-
-
-class NoPrecisionCurve(LookupError):
-    """The model has no usable dev precision curve for a decoder; the message says what is missing."""
-
-
-CURVE_ROW = ("threshold", "precision", "n", "low", "high")
-
-
-def dev_precision_curve(path: Path, decoder: str) -> list[tuple[float, float, int, float, float]]:
-    """slotwise.json "calibration" -> "precision_curve" -> decoder: rows of (threshold, precision,
-    values, Wilson 95% low, high) measured on the dev sets (`evaluate --fit-calibration` writes it).
-    Raises NoPrecisionCurve naming what is missing or malformed."""
-    where = f"{path / 'slotwise.json'}"
-    fit = "run `python -m extraction evaluate --fit-calibration` on this model to measure it"
-    stored = _slotwise_json(path)
-    block = stored.get("calibration")
-    if not isinstance(block, dict):
-        raise NoPrecisionCurve(f'{where} has no "calibration" block: {fit}')
-    if (
-        "extractive" in block
-        and "extractive" in stored
-        and bool(block["extractive"]) != bool(stored["extractive"])
-    ):
-        raise NoPrecisionCurve(f"{where}: the calibration was fitted under the other decoding mode: {fit}")
-    curves = block.get("precision_curve")
-    if not isinstance(curves, dict) or decoder not in curves:
-        raise NoPrecisionCurve(f"{where} has no calibration → precision_curve → {decoder}: {fit}")
-    rows = []
-    for i, row in enumerate(curves[decoder] if isinstance(curves[decoder], list) else [None]):
-        if not (isinstance(row, list) and len(row) == len(CURVE_ROW) and all(_is_number(x) for x in row)):
-            raise NoPrecisionCurve(
-                f"{where}: precision_curve → {decoder} row {i + 1} is not [{', '.join(CURVE_ROW)}]: {row!r}"
-            )
-        threshold, precision, n, low, high = row
-        rows.append((float(threshold), float(precision), int(n), float(low), float(high)))
-    if not rows:
-        raise NoPrecisionCurve(f"{where}: precision_curve → {decoder} is empty: {fit}")
-    return sorted(rows)
-
-
-def _is_number(x) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def bundled_model_label() -> str:

@@ -8,6 +8,7 @@ the trimmed text, never dropped; only checked_value, for what a person types, re
 
 import re
 
+from catalog.kinds import BOOLEAN, ENUM, NUMBER, TEXT
 from extraction.domain import NA
 
 # Factor to a base unit per dimension (metre, gram, litre); spelling variants map to one key.
@@ -112,18 +113,18 @@ def normalize_number(text: str, unit: str) -> str:
     return f"{_format_number(number)} {found}"
 
 
-def normalize_value(raw: str, kind: str = "text", unit: str = "", allowed_values=()) -> str:
+def normalize_value(raw: str, kind: str = TEXT, unit: str = "", allowed_values=()) -> str:
     text = " ".join(raw.split())
     if not text:
         return ""
     if text.lower() == NA:
         return NA
-    if kind == "number":
+    if kind == NUMBER:
         return normalize_number(text, unit)
-    if kind == "enum":
+    if kind == ENUM:
         by_lower = {str(value).lower(): str(value) for value in allowed_values or ()}
         return by_lower.get(text.lower(), text)
-    if kind == "boolean":
+    if kind == BOOLEAN:
         lowered = text.lower()
         if lowered in _TRUE:
             return YES
@@ -132,7 +133,7 @@ def normalize_value(raw: str, kind: str = "text", unit: str = "", allowed_values
     return text
 
 
-def checked_value(raw: str, kind: str = "text", unit: str = "", allowed_values=()) -> str:
+def checked_value(raw: str, kind: str = TEXT, unit: str = "", allowed_values=()) -> str:
     """normalize_value for a value a person typed (a correction, a blind label): the same rules,
     but what the type cannot hold is refused (ValueError saying why) rather than kept as text, so
     that no stored value breaks the constraint the decoders are held to."""
@@ -140,13 +141,13 @@ def checked_value(raw: str, kind: str = "text", unit: str = "", allowed_values=(
     typed = " ".join(raw.split())
     if value in ("", NA):
         return value
-    if kind == "enum":
+    if kind == ENUM:
         allowed = [str(v) for v in allowed_values or ()]
         if value not in allowed:
             raise ValueError(f"{typed!r} is not one of {', '.join(allowed)} (or n/a)")
-    elif kind == "boolean" and value not in BOOLEAN_VALUES:
+    elif kind == BOOLEAN and value not in BOOLEAN_VALUES:
         raise ValueError(f"{typed!r} is not yes or no (or n/a)")
-    elif kind == "number":
+    elif kind == NUMBER:
         match = _NUMBER_WITH_UNIT.match(value)
         # normalize_number writes a number it could convert in the schema's unit
         if not match or (unit and unit_key(match.group(2)) != unit_key(unit)):

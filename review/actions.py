@@ -9,12 +9,10 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from extraction.domain import NA
 from extraction.models import ExtractedValue
 from extraction.normalize import checked_value
-from review.gold import APPROVED
-from review.models import ValueEvent
-from review.transition import Action, ReviewConflict, Status, locked_values, transition
+from review.models import ValueEvent, ValueReview
+from review.transition import Action, ReviewConflict, locked_values, transition
 
 MAX_VALUE_LENGTH = 500
 
@@ -28,13 +26,10 @@ class NothingToUndo(Exception):
 
 
 def _target(action: str, value: ExtractedValue, text: str | None) -> tuple[str, str]:
-    """(new status, new reviewed value) for `action` on `value`."""
-    if action == Action.ACCEPT:
-        return Status.ACCEPTED, value.value
-    if action == Action.REJECT:
-        return Status.REJECTED, ""
-    if action == Action.SET_NA:
-        return (Status.ACCEPTED if value.value == NA else Status.CORRECTED), NA
+    """(new status, new reviewed value) for `action` on `value` (ValueReview.after), the
+    correction's text checked first."""
+    if action in (Action.ACCEPT, Action.REJECT, Action.SET_NA):
+        return ValueReview.after(action, value.value)
     if action == Action.CORRECT:
         text = (text or "").strip()
         if not text:
@@ -47,7 +42,7 @@ def _target(action: str, value: ExtractedValue, text: str | None) -> tuple[str, 
             text = checked_value(text, attribute.kind, attribute.unit, attribute.allowed_values)
         except ValueError as exc:
             raise ReviewError(f"value: {exc}; nothing was saved") from None
-        return (Status.ACCEPTED if text == value.value else Status.CORRECTED), text
+        return ValueReview.after(action, value.value, correction=text)
     raise ReviewError(f"action: {action!r} is not a review action")
 
 
@@ -118,7 +113,7 @@ def changed_since(value: ExtractedValue, event: ValueEvent) -> bool:
 
 def _take_back(value: ExtractedValue, event: ValueEvent, user) -> ValueEvent:
     """Put `value` back as it was before `event` (the caller checked nothing changed it since)."""
-    restored = event.old_value if event.old_status in APPROVED else ""
+    restored = ValueReview.restored_value(event.old_status, event.old_value)
     event.undone = True
     event.save(update_fields=["undone"])
     return transition(value, value.review.version, event.old_status, restored, user, Action.UNDO)

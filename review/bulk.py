@@ -10,7 +10,6 @@ confidence at least t") is a bulk accept whose filter says status=pending, min_c
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from review.actions import review_locked
@@ -18,8 +17,6 @@ from review.filters import QueueFilter
 from review.models import BulkAction, ValueEvent, ValueReview
 from review.transition import locked_values
 
-Status = ValueReview.Status
-TARGET = {BulkAction.Action.ACCEPT: Status.ACCEPTED, BulkAction.Action.REJECT: Status.REJECTED}
 EVENT = {
     BulkAction.Action.ACCEPT: ValueEvent.Action.BULK_ACCEPT,
     BulkAction.Action.REJECT: ValueEvent.Action.BULK_REJECT,
@@ -36,24 +33,14 @@ def inline_limit() -> int:
     return settings.REVIEW_BULK_INLINE_LIMIT
 
 
-def eligible(action: str) -> Q:
-    """Values a bulk `action` may change: never a correction, nor one already in the target state;
-    a bulk accept (auto-accept included) never takes a value cut by the token budget, which a
-    person must read."""
-    allowed = ~Q(review__status=Status.CORRECTED) & ~Q(review__status=TARGET[action])
-    if action == BulkAction.Action.ACCEPT:
-        allowed &= Q(truncated=False)
-    return allowed
-
-
 def candidates(queue_filter: QueueFilter, action: str):
     """The values a bulk `action` would change under `queue_filter`."""
-    return queue_filter.values().filter(eligible(action))
+    return queue_filter.values().filter(ValueReview.bulk_changeable(action))
 
 
 def do_create_bulk_action(queue_filter: QueueFilter, action: str, user) -> BulkAction:
-    if action not in TARGET:
-        raise ValueError(f"action: {action!r} is not one of {', '.join(TARGET)}")
+    if action not in EVENT:
+        raise ValueError(f"action: {action!r} is not one of {', '.join(EVENT)}")
     return BulkAction.objects.create(
         created_by=user,
         action=action,
@@ -69,7 +56,9 @@ def _apply_chunk(job: BulkAction, ids: list[int]) -> tuple[int, int]:
     history and gold follow one rule whichever way a value was reviewed.
     """
     with transaction.atomic():
-        rows = list(locked_values().filter(eligible(job.action), pk__in=ids).order_by("pk"))
+        rows = list(
+            locked_values().filter(ValueReview.bulk_changeable(job.action), pk__in=ids).order_by("pk")
+        )
         for value in rows:
             review_locked(
                 value,

@@ -23,8 +23,7 @@ from django.utils import timezone
 
 from catalog.csv_safety import safe_row
 from review.filters import QueueFilter
-from review.gold import APPROVED
-from review.models import ExportJob, ValueReview
+from review.models import APPROVED, ExportJob, ValueReview
 
 LONG_COLUMNS = [
     "run",

@@ -14,7 +14,12 @@ from extraction.models import ExtractedValue, Run
 from review.models import ValueReview
 from slotwise.params import ParameterError, optional_id
 
-SORTS = {"confidence": "Lowest confidence first", "disagreement": "HPD/AR disagreement first"}
+USEFUL = "useful"  # computed in Python: review/useful_order.py, ranked by review/usefulness.py
+SORTS = {
+    "confidence": "Lowest confidence first",
+    "disagreement": "HPD/AR disagreement first",
+    USEFUL: "Most useful to review first",
+}
 STATUSES = tuple(ValueReview.Status.values)
 CONFIDENCE_BOUNDS = ("min_confidence", "max_confidence")
 # The queue walks the review row's copy of the confidence: (run, status, confidence, value) is one
@@ -52,6 +57,15 @@ def partner_of(run: Run) -> Run | None:
         return run.linked_from
     except Run.DoesNotExist:
         return None
+
+
+def partner_value_of(partner: Run) -> Subquery:
+    """The partner run's value for the same product and attribute as the outer value (or NULL)."""
+    return Subquery(
+        ExtractedValue.objects.filter(
+            run=partner, product=OuterRef("product"), attribute=OuterRef("attribute")
+        ).values("value")[:1]
+    )
 
 
 def _optional_id(params, name: str) -> int | None:
@@ -177,7 +191,7 @@ class QueueFilter:
                 run=partner, product=OuterRef("product"), attribute=OuterRef("attribute")
             )
             qs = qs.annotate(
-                partner_value=Subquery(other.values("value")[:1]),
+                partner_value=partner_value_of(partner),
                 partner_confidence=Subquery(other.values("confidence")[:1]),
             ).annotate(
                 disagrees=Case(
@@ -197,7 +211,9 @@ class QueueFilter:
 
     def ordering(self, has_partner: bool) -> list[str]:
         """The queue's order: values cut by the token budget first (a person must read them), then
-        by disagreement when asked for and a linked run exists, then by confidence."""
+        by disagreement when asked for and a linked run exists, then by confidence. The useful
+        order is not a SQL order: its pages come from review/useful_order.py, and this is its
+        fallback wherever rows are listed without it (a single row re-rendered, say)."""
         if self.sort == "disagreement" and has_partner:
             return [QUEUE_CUT_FIRST, "-disagrees", QUEUE_CONFIDENCE, "id"]
         return [QUEUE_CUT_FIRST, QUEUE_CONFIDENCE, "id"]

@@ -11,11 +11,10 @@ gold that scores every run fairly is never traded for gold that one run supplied
 from django.db.models import OuterRef, Q, Subquery
 
 from extraction.models import ExtractedValue
-from review.models import GoldValue, ValueEvent, ValueReview, provenance_of
+from review.models import APPROVED, GoldValue, ValueEvent, provenance_of
 
 Provenance = GoldValue.Provenance
 
-APPROVED = (ValueReview.Status.ACCEPTED, ValueReview.Status.CORRECTED)
 # The history actions that mean a person looked at this one value (the one definition).
 JUDGED_BY_HAND = (ValueEvent.Action.ACCEPT, ValueEvent.Action.CORRECT, ValueEvent.Action.SET_NA)
 
@@ -66,7 +65,7 @@ def sync_gold(value: ExtractedValue, user, by_hand: bool) -> None:
     if gold is not None and gold.provenance == Provenance.BLIND:
         return  # a blind label stays the gold whatever happens to the model's values
     review = value.review
-    if review.status in APPROVED and by_hand:
+    if review.is_approved and by_hand:
         kind, run_id = provenance_of(review.reviewed_value, value)
         # One INSERT ... ON CONFLICT DO UPDATE: race-free against a concurrent review of the same
         # attribute, and one statement where update_or_create takes a lock, savepoints and two more.

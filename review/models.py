@@ -10,8 +10,10 @@ correction or an acceptance of a named run's value, or the catalog's own value).
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
 from catalog.models import Product, SchemaVersion
+from extraction.domain import NA
 from extraction.models import ExtractedValue, Run
 
 
@@ -55,6 +57,70 @@ class ValueReview(models.Model):
 
     def __str__(self):
         return f"value {self.value_id}: {self.status} (version {self.version})"
+
+    # The review's status rules, one place for actions, undo, bulk actions, gold and exports.
+
+    @property
+    def is_approved(self) -> bool:
+        """The reviewer's value is the value: it is shown, exported, and gold when made by hand."""
+        return self.status in APPROVED
+
+    def shown(self, model_value: str) -> str:
+        """The value a reader should see: the reviewer's when approved, else the model's."""
+        return self.reviewed_value if self.is_approved else model_value
+
+    @classmethod
+    def judged(cls, reviewed: str, model_value: str) -> str:
+        """The status of a reviewer's value: the model's value kept as it was is an acceptance,
+        anything else a correction of it."""
+        return cls.Status.ACCEPTED if reviewed == model_value else cls.Status.CORRECTED
+
+    @classmethod
+    def after(cls, action: str, model_value: str, correction: str = "") -> tuple[str, str]:
+        """(status, reviewed value) a single review action leads to on a model's value;
+        `correction`: the reviewer's value for a correction, already checked against the type."""
+        Action = ValueEvent.Action
+        if action == Action.ACCEPT:
+            return cls.Status.ACCEPTED, model_value
+        if action == Action.REJECT:
+            return cls.Status.REJECTED, ""
+        if action == Action.SET_NA:
+            return cls.judged(NA, model_value), NA
+        if action == Action.CORRECT:
+            return cls.judged(correction, model_value), correction
+        raise ValueError(f"action: {action!r} is not a review action")
+
+    @staticmethod
+    def restored_value(status: str, shown_value: str) -> str:
+        """The reviewed value that goes with `status` when a change is undone: an approved state
+        holds the value it showed; the others hold none."""
+        return shown_value if status in APPROVED else ""
+
+    @classmethod
+    def reviewer_for(cls, status: str, user):
+        """Who the review names after a change by `user`: nobody once it is pending again."""
+        return user if status != cls.Status.PENDING else None
+
+    @classmethod
+    def bulk_target(cls, action: str) -> str:
+        """The status a bulk action (BulkAction.Action) moves values to."""
+        return {BulkAction.Action.ACCEPT: cls.Status.ACCEPTED, BulkAction.Action.REJECT: cls.Status.REJECTED}[
+            action
+        ]
+
+    @classmethod
+    def bulk_changeable(cls, action: str) -> Q:
+        """The ExtractedValue rows a bulk `action` may change: never a correction (a person's
+        work), nor one already in the target state; a bulk accept (auto-accept included) never
+        takes a value cut by the token budget, which a person must read."""
+        target = cls.bulk_target(action)
+        allowed = ~Q(review__status=cls.Status.CORRECTED) & ~Q(review__status=target)
+        if target == cls.Status.ACCEPTED:
+            allowed &= Q(truncated=False)
+        return allowed
+
+
+APPROVED = (ValueReview.Status.ACCEPTED, ValueReview.Status.CORRECTED)
 
 
 class ValueEvent(models.Model):

@@ -7,7 +7,6 @@ from extraction.models import ExtractedValue
 from extraction.normalize import BOOLEAN_VALUES, NA
 from review.filters import QueueFilter, partner_of
 from review.highlight import highlight, occurs
-from review.transition import shown_value
 
 
 @dataclass
@@ -56,7 +55,7 @@ def closed_values(attribute: Attribute) -> tuple[str, ...]:
 
 
 def make_row(value: ExtractedValue, outcome: str = "ok", message: str = "", attempted: str = "") -> Row:
-    shown = shown_value(value)
+    shown = value.review.shown(value.value)
     document = value.product.document
     return Row(
         value=value,

@@ -11,10 +11,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from extraction.models import ExtractedValue
-from review.gold import APPROVED, JUDGED_BY_HAND, state_made_by_hand, sync_gold
+from review.gold import JUDGED_BY_HAND, state_made_by_hand, sync_gold
 from review.models import ValueEvent, ValueReview
 
-Status = ValueReview.Status
 Action = ValueEvent.Action
 
 
@@ -33,15 +32,8 @@ class ReviewConflict(Exception):
         )
         super().__init__(
             f"{who} changed this value while you were looking at it: it is now "
-            f"{shown_value(current)!r} ({review.get_status_display().lower()}). Nothing was saved; {then}"
+            f"{current.review.shown(current.value)!r} ({review.get_status_display().lower()}). Nothing was saved; {then}"
         )
-
-
-def shown_value(value: ExtractedValue) -> str:
-    """The value a reader should see: the reviewer's when approved, else the model's."""
-    if value.review.status in APPROVED:
-        return value.review.reviewed_value
-    return value.value
 
 
 def locked_values():
@@ -67,9 +59,9 @@ def transition(
     Raises ReviewConflict when `seen_version` is stale, `attempted` being the input to keep for the
     reviewer."""
     review = value.review
-    old_status, old_shown = review.status, shown_value(value)
+    old_status, old_shown = review.status, review.shown(value.value)
     now = timezone.now()
-    reviewer = user if status != Status.PENDING else None
+    reviewer = ValueReview.reviewer_for(status, user)
     changed = ValueReview.objects.filter(pk=value.pk, version=seen_version).update(
         status=status,
         reviewed_value=reviewed,
@@ -93,7 +85,7 @@ def transition(
         old_status=old_status,
         new_status=status,
         old_value=old_shown,
-        new_value=shown_value(value),
+        new_value=review.shown(value.value),
         version_after=review.version,
         bulk=bulk,
     )

@@ -17,6 +17,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from catalog.kinds import BOOLEAN, ENUM, TEXT
+
 PER_CATEGORY = 40
 HERE = Path(__file__).resolve().parent
 CHARS_PER_TOKEN = 3  # conservative for subword tokenizers on product text
@@ -61,13 +63,13 @@ class Typed:
 
     @property
     def allowed_values(self) -> list[str]:
-        return [value for value, _ in self.choices] if self.kind == "enum" else []
+        return [value for value, _ in self.choices] if self.kind == ENUM else []
 
 
 YES, NO = "yes", "no"
 # Who a product is for, as the titles say it; "men and women" is unisex (Unise: a typo in the data).
 GENDER = Typed(
-    "enum",
+    ENUM,
     (
         ("Unisex", r"unise|\bmen\b.*\bwomen|\bwomen\b.*\bmen"),
         ("Women", r"women|ladies"),
@@ -80,7 +82,7 @@ GENDER = Typed(
 )
 # A named scent is a scented product: "no" for any span that is not a free / unscented one.
 FRAGRANCE_FREE = Typed(
-    "boolean",
+    BOOLEAN,
     ((YES, r"free|unscented"), (NO, r"\w")),
     "Whether the product is fragrance free (unscented).",
     source="Scent",
@@ -89,17 +91,17 @@ FRAGRANCE_FREE = Typed(
 TYPED = {
     "Breakfast Cereal": {
         "Container": Typed(
-            "enum",
+            ENUM,
             (("Box", r"box"), ("Bag", r"bag"), ("Cup", r"cup"), ("Packet", r"packet")),
             "The container the cereal is sold in.",
         ),
         "Organic": Typed(
-            "boolean", ((YES, r"organic"),), "Whether the product is sold as organic.", source="Specialty"
+            BOOLEAN, ((YES, r"organic"),), "Whether the product is sold as organic.", source="Specialty"
         ),
     },
     "Coffee": {
         "Roast type": Typed(
-            "enum",
+            ENUM,
             (
                 ("Light Roast", r"light"),
                 ("Medium Dark Roast", r"medium[ -]dark"),
@@ -112,7 +114,7 @@ TYPED = {
             "How dark the coffee is roasted.",
         ),
         "Decaffeinated": Typed(
-            "boolean",
+            BOOLEAN,
             ((YES, r"decaf"), (NO, r"caffeinated")),
             "Whether the coffee is decaffeinated.",
             source="Caffeine content",
@@ -121,7 +123,7 @@ TYPED = {
     "Conditioner": {
         "Gender": GENDER,
         "Leave-in": Typed(
-            "boolean",
+            BOOLEAN,
             ((YES, r"leave-in"), (NO, r"mask|deep|shampoo|co-wash")),  # these are rinsed out
             "Whether the conditioner is left in rather than rinsed out.",
             source="Item form",
@@ -129,7 +131,7 @@ TYPED = {
     },
     "Laundry Detergent": {
         "Item form": Typed(
-            "enum",
+            ENUM,
             (
                 ("Pods", r"pac|pod"),  # before liquid: "liquid detergent pacs"
                 ("Liquid", r"liquid"),
@@ -146,7 +148,7 @@ TYPED = {
     "Safety Mask": {
         "Gender": GENDER,
         "Reusable": Typed(
-            "boolean",
+            BOOLEAN,
             ((YES, r"reusable|washable"), (NO, r"disposable")),
             "Whether the mask can be washed and worn again.",
             source="Reusability",
@@ -154,12 +156,12 @@ TYPED = {
     },
     "Shoes": {
         "Gender": GENDER,
-        "Waterproof": Typed("boolean", ((YES, r"waterproof"),), "Whether the shoe is waterproof."),
+        "Waterproof": Typed(BOOLEAN, ((YES, r"waterproof"),), "Whether the shoe is waterproof."),
     },
     "Sunscreen": {
         "Gender": GENDER,
         "Item form": Typed(
-            "enum",
+            ENUM,
             (
                 ("Stick", r"stick"),  # before lotion: "lotion stick"
                 ("Lotion", r"lotion"),
@@ -174,7 +176,7 @@ TYPED = {
     },
     "Tea": {
         "Tea variety": Typed(
-            "enum",
+            ENUM,
             (
                 ("Black tea", r"black"),
                 ("Green tea", r"green|matcha"),
@@ -185,7 +187,7 @@ TYPED = {
             "The kind of tea.",
         ),
         "Caffeine free": Typed(
-            "boolean",
+            BOOLEAN,
             ((YES, r"caffeine[ -]free|decaf"), (NO, r"caffein")),
             "Whether the tea has no caffeine.",
             source="Caffeine content",
@@ -193,7 +195,7 @@ TYPED = {
     },
     "Toothbrush": {
         "Firmness": Typed(
-            "enum",
+            ENUM,
             (
                 ("Extra soft", r"extra soft"),
                 ("Ultra soft", r"ultra soft"),
@@ -204,7 +206,7 @@ TYPED = {
             "How firm the bristles are.",
         ),
         "Electric": Typed(
-            "boolean",
+            BOOLEAN,
             ((YES, r"electric|power|sonic|battery"), (NO, r"manual")),
             "Whether the toothbrush is powered (electric, sonic, battery).",
             source="Operation mode",
@@ -213,7 +215,7 @@ TYPED = {
     "Vitamin": {
         "Gender": GENDER,
         "Item form": Typed(
-            "enum",
+            ENUM,
             (
                 ("Tablets", r"\btab"),  # not "vegetable"
                 ("Softgels", r"soft ?gel"),  # before capsules: "softgel capsules"
@@ -225,7 +227,7 @@ TYPED = {
             ),
             "The physical form of the supplement.",
         ),
-        "Vegan": Typed("boolean", ((YES, r"vegan"),), "Whether the product is vegan.", source="Diet"),
+        "Vegan": Typed(BOOLEAN, ((YES, r"vegan"),), "Whether the product is vegan.", source="Diet"),
     },
 }
 
@@ -247,7 +249,7 @@ def attribute_of(name: str, category: str, values: list[str], share: float, type
     return {
         "name": name,
         "description": typed.description if typed else description_for(name, category),
-        "kind": typed.kind if typed else "text",
+        "kind": typed.kind if typed else TEXT,
         "unit": "",
         "allowed_values": typed.allowed_values if typed else [],
         "max_tokens": budget_for([value for value, _ in typed.choices] if typed else values),

@@ -4,8 +4,9 @@ import json
 import re
 from dataclasses import dataclass
 
+from catalog import kinds
 from catalog.imports.map import Mapping
-from catalog.models import Attribute, Category, Product
+from catalog.models import Category, Product
 from slotwise.names import unprintable_character
 
 SKU_MAX = Product._meta.get_field("sku").max_length
@@ -16,10 +17,6 @@ KNOWN_VALUE_MAX = 500
 # comma, what a float keeps exactly), then optionally a unit with no digit in it ("55 inch", "1,5 kg").
 # No exponent (1e309 is infinity, 1e-400 zero), no hex, no second decimal mark, no other script's digits.
 NUMBER = re.compile(r"^[-+]?([0-9]{1,15}([.,][0-9]{0,6})?|[.,][0-9]{1,6})(\s*[^\s\d.,+-][^\d]*)?$")
-# Plain strings: comparing with the TextChoices members costs an enum lookup per value.
-NUMBER_KIND, ENUM_KIND, BOOLEAN_KIND = (
-    str(k.value) for k in (Attribute.Kind.NUMBER, Attribute.Kind.ENUM, Attribute.Kind.BOOLEAN)
-)
 TRUE_WORDS = {"yes", "true", "1", "y"}
 FALSE_WORDS = {"no", "false", "0", "n"}
 
@@ -166,23 +163,23 @@ class RowChecker:
 
 
 def _typed_value(value: str, kind: str, allowed: list[str]) -> str | None:
-    if kind == NUMBER_KIND:
+    if kind == kinds.NUMBER:
         return value if NUMBER.match(value) else None
-    if kind == ENUM_KIND:
+    if kind == kinds.ENUM:
         return next((choice for choice in allowed if choice.lower() == value.lower()), None)
-    if kind == BOOLEAN_KIND:
+    if kind == kinds.BOOLEAN:
         lowered = value.lower()
         return "yes" if lowered in TRUE_WORDS else "no" if lowered in FALSE_WORDS else None
     return value
 
 
 def _type_reason(value: str, name: str, kind: str, allowed: list[str]) -> str:
-    if kind == NUMBER_KIND:
+    if kind == kinds.NUMBER:
         return (
             f"{value!r} is not a number ({name} is a number attribute): write digits 0-9, at most 15 of "
             "them and 6 decimals after one point or comma, then the unit (no exponent, no hex)"
         )
-    if kind == ENUM_KIND:
+    if kind == kinds.ENUM:
         shown = ", ".join(allowed[:10]) + (", ..." if len(allowed) > 10 else "")
         return f"{value!r} is not an allowed value of {name} ({shown})"
     return f"{value!r} is not yes/no ({name} is a boolean attribute)"

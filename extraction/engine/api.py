@@ -20,6 +20,8 @@ import pathlib
 import time
 from dataclasses import dataclass
 
+from catalog import kinds
+
 from .base_model import MODEL_DIR, is_adapter
 from .calibration import Scaling, apply_calibration
 from .layout import (
@@ -260,15 +262,15 @@ class Extractor:
         is text. An enumeration without values is text."""
         from . import constraints, extractive
 
-        kind = a.kind if self.typed else "text"
+        kind = a.kind if self.typed else kinds.TEXT
         if kind not in constraints.KINDS:
             raise ValueError(f"attribute {a.name!r}: kind must be one of {constraints.KINDS}, not {kind!r}")
         na = schema.na_ids if a.na else None
-        if kind == "enum" and a.allowed_values:
+        if kind == kinds.ENUM and a.allowed_values:
             return constraints.choice_rule(self.tokenizer, a.allowed_values, na)
-        if kind == "boolean":
+        if kind == kinds.BOOLEAN:
             return constraints.choice_rule(self.tokenizer, constraints.BOOLEAN_VALUES, na)
-        if kind == "number":
+        if kind == kinds.NUMBER:
             table = extractive.TokenTable.from_tokenizer(self.tokenizer)
             return constraints.NumberRule(table, a.unit, na)
         if self.extractive and not a.free:

@@ -39,12 +39,12 @@ import re
 
 import torch
 
+from catalog.kinds import KINDS as KINDS  # what a slot may be constrained to (api.slot_rule checks it)
+
 from ..normalize import BOOLEAN_VALUES as BOOLEAN_VALUES  # a boolean slot's values, as normalize writes them
 from ..normalize import known_units, normalize_number
 from .extractive import DocIndex, SpanState, TokenTable
 from .layout import FREE, NA, WORD, SchemaPrompt, Tokenizer, value_ids
-
-KINDS = ("text", "enum", "boolean", "number")
 
 
 class FreeState:

@@ -44,11 +44,6 @@ def product_from_record(record: dict, index: int = 0) -> Product:
     )
 
 
-def products_from_records(records: list[dict]) -> list[Product]:
-    """Raw records (any of the three formats) -> products; key = record id, else its index."""
-    return [product_from_record(r, i) for i, r in enumerate(records)]
-
-
 def load_jsonl(path: str | pathlib.Path, limit: int | None = None) -> list[Product]:
     out = []
     with open(path, encoding="utf-8") as f:

@@ -9,6 +9,8 @@ import statistics
 import threading
 from dataclasses import dataclass, field, replace
 
+from catalog.kinds import ENUM, NUMBER
+
 from . import data as ave
 from . import normalized_gold as ng
 from .api import LAYOUT_CANDIDATES, AttributeSpec, Document, Extractor
@@ -100,10 +102,10 @@ class Types:
     def spec(self, name: str, max_tokens: int) -> AttributeSpec:
         if name in self.enums:
             return AttributeSpec(
-                name, "", max_tokens, kind="enum", allowed_values=tuple(self.enums[name]), na=self.na
+                name, "", max_tokens, kind=ENUM, allowed_values=tuple(self.enums[name]), na=self.na
             )
         if name in self.numbers:
-            return AttributeSpec(name, "", max_tokens, kind="number", unit=self.numbers[name])
+            return AttributeSpec(name, "", max_tokens, kind=NUMBER, unit=self.numbers[name])
         return AttributeSpec(name, "", max_tokens, free=name in self.free)
 
 

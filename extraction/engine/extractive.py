@@ -260,19 +260,3 @@ class SpanState:
 def doc_index(tokenizer, text: str) -> DocIndex:
     """The index extractive decoding needs for one product text."""
     return DocIndex(text, _table(tokenizer))
-
-
-def allowed_tokens(
-    index: DocIndex,
-    value: list[int],
-    na: list[int],
-    end: int,
-    end_rule: int = FREE,
-    start_rule: int = WORD,
-) -> list[int]:
-    """Allowed next tokens after value (the ids emitted so far) for a document (pure; for tests
-    and one-off use: decoders keep a SpanState per slot instead)."""
-    state = SpanState(index, na, end, end_rule, start_rule)
-    for t in value:
-        state.push(t)
-    return state.allowed()

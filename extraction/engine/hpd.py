@@ -42,14 +42,6 @@ from .token_masks import greedy_log_softmax, masked_choice
 
 
 @dataclass
-class DecodeSettings:
-    """How HPD lays out a batch. stack = J documents per row, rows = batch rows per forward."""
-
-    stack: int = 1
-    rows: int = 16
-
-
-@dataclass
 class SlotValue:
     ids: list[int]  # value tokens, terminator excluded
     logprobs: list[float]  # one per generated token (terminator included when emitted)

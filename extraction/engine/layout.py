@@ -1,12 +1,12 @@
 """Prompt layout for hyper-parallel decoding (HPD) and the AR-JSON baseline.
 
-All prompt wording lives here, so inference (hpd.py, ar.py) and training (train.py) agree token for
-token. A prompt is built from segments that are tokenized separately and concatenated as ids:
+All prompt wording lives here, so inference (hpd.py, ar.py) and training (training_rows.py) agree
+token for token. A prompt is built from segments that are tokenized separately and concatenated as ids:
 
     prefix   = [bos] instruction + one line per attribute (name: description)      shared by J docs
     doc      = "Product: <text>\\nJSON: {"                                        one per document
     key n    = '"Name": "'  (n = 0)   or   '", "Name": "'  (n > 0)
-    value n  = tokens of the value text, then the terminator (eos)
+    value n  = tokens of the value text, then the terminator (terminator_id: <|eov|> or eos)
 
 HPD layout (positions jump by a gap G_n after key n; slot n owns positions p_n+1 .. p_n+G_n):
 
@@ -24,6 +24,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from catalog.kinds import ENUM, TEXT
 from extraction.domain import DEFAULT_TOKEN_BUDGET, NA  # NA: absent attribute
 
 # where a value may start / end in extractive decoding (extractive.DocIndex.word_start / word_end):
@@ -70,7 +71,7 @@ class AttributeSpec:
     name: str
     description: str = ""
     max_tokens: int = DEFAULT_TOKEN_BUDGET
-    kind: str = "text"
+    kind: str = TEXT
     unit: str = ""
     allowed_values: tuple[str, ...] = ()
     free: bool = False
@@ -85,7 +86,7 @@ def with_values_listed(spec: AttributeSpec) -> AttributeSpec:
     """An enumeration whose prompt line lists its allowed values after its description, so that the
     slot reads what it may choose from (a model trained so says "enum_values_in_prompt" in its
     slotwise.json; one trained without never sees such a line)."""
-    if spec.kind != "enum" or not spec.allowed_values:
+    if spec.kind != ENUM or not spec.allowed_values:
         return spec
     listed = "one of: " + " | ".join(spec.allowed_values)
     return replace(spec, description=f"{spec.description} ({listed})" if spec.description else listed)
@@ -242,7 +243,7 @@ def build_hpd_layout(
     schema: SchemaPrompt, docs: list[list[int]], with_prefix: bool = True, n_keys: list[int] | None = None
 ) -> HPDLayout:
     """Stack the documents (token ids from doc_ids) after one prefix: the one row builder of HPD
-    decoding (hpd.build_rows), the fork baseline and training (train.build_row).
+    decoding (hpd.build_rows), the fork baseline and training (training_rows.build_row).
 
     with_prefix=False leaves the prefix out of memory (it lives in a shared cache) but keeps its
     length in the positions; indices in key_end then count from the first document token.

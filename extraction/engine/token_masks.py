@@ -62,13 +62,6 @@ def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor
     return torch.log_softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)
 
 
-def allowed_pairs(allowed: list, vocab: int, device=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per-row allowed sets (as allowed_mask) -> (rows, tokens, free) as masked_choice takes them."""
-    rows, toks = allowed_mask(allowed, vocab, device).nonzero(as_tuple=True)
-    free = torch.tensor([a is None for a in allowed], dtype=torch.bool, device=device)
-    return rows, toks, free
-
-
 def masked_choice(
     logits: torch.Tensor, rows: torch.Tensor, tokens: torch.Tensor, free: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -12,7 +12,6 @@ is ever unknown.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
@@ -56,7 +55,3 @@ def wrap(tok: Tokenizer) -> PreTrainedTokenizerFast:
         clean_up_tokenization_spaces=False,
         model_max_length=1 << 16,
     )
-
-
-def save_tokenizer(tokenizer: PreTrainedTokenizerFast, out_dir: Path) -> None:
-    tokenizer.save_pretrained(str(out_dir))

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from catalog.kinds import ENUM
+
 from . import augment as aug
 from . import extractive as span
 from .constraints import choice_rule
@@ -39,7 +41,6 @@ from .layout import (
     build_hpd_layout,
     doc_ids,
     schema_prompt,
-    terminator_id,
     value_ids,
     with_values_listed,
 )
@@ -65,11 +66,6 @@ class Row:
     # next-token targets inside each document's text (the auxiliary language-model loss)
     lm_labels: list[int] = field(default_factory=list)
     weight: float = 1.0  # the weight of this row's value losses (its data set's, RowConfig.weights)
-
-
-def value_terminator(tokenizer) -> int:
-    """The token that ends every value (layout.terminator_id: VALUE_END when the vocab has it)."""
-    return terminator_id(tokenizer)
 
 
 def hpd_values(tokenizer, specs: list[AttributeSpec], gold: dict[str, str | None], terminator: int):
@@ -370,7 +366,7 @@ class RowSampler:
             gap = max(self.cfg.min_gap, longest) + self.rng.randint(0, self.cfg.gap_extra)
             values = next((ex.options[name] for ex in exs if ex.options and name in ex.options), None)
             if values:  # an enumeration: its prompt line lists the values, as the Extractor writes it
-                spec = AttributeSpec(name, max_tokens=gap, kind="enum", allowed_values=tuple(values))
+                spec = AttributeSpec(name, max_tokens=gap, kind=ENUM, allowed_values=tuple(values))
                 specs.append(with_values_listed(spec))
             else:
                 specs.append(AttributeSpec(name, max_tokens=gap))

@@ -8,12 +8,12 @@ from django.views.decorators.http import require_GET
 
 from catalog.models import Attribute, Catalog, Category
 from extraction.models import ExtractedValue, Run
-from review import bulk, shortcuts
-from review.filters import SORTS, FilterError, QueueFilter, page_size, partner_of, runs_with_values
-from review.gold import APPROVED
-from review.models import ValueReview
+from review import shortcuts
+from review.filters import SORTS, USEFUL, FilterError, QueueFilter, page_size, partner_of, runs_with_values
+from review.models import APPROVED, BulkAction, ValueReview
 from review.paging import CursorError, page_of
 from review.rows import make_row
+from review.useful_order import useful_page
 from review.views.common import reviewers_only, settings_of
 from slotwise.error_pages import bad_request
 
@@ -34,8 +34,8 @@ def _counts(queue_filter: QueueFilter) -> dict:
     """The page's total, the bulk buttons' and the export's counts in one pass over the filter's values."""
     return queue_filter.values().aggregate(
         total=Count("pk"),
-        bulk_accept_count=Count("pk", filter=bulk.eligible(bulk.BulkAction.Action.ACCEPT)),
-        bulk_reject_count=Count("pk", filter=bulk.eligible(bulk.BulkAction.Action.REJECT)),
+        bulk_accept_count=Count("pk", filter=ValueReview.bulk_changeable(BulkAction.Action.ACCEPT)),
+        bulk_reject_count=Count("pk", filter=ValueReview.bulk_changeable(BulkAction.Action.REJECT)),
         approved_count=Count("pk", filter=Q(review__status__in=APPROVED)),  # as exports.approved
     )
 
@@ -57,14 +57,18 @@ def queue_context(request, queue_filter: QueueFilter) -> dict:
     run = queue_filter.run_with_partner()
     partner = partner_of(run) if run else None
     counts = _counts(queue_filter)
-    page = page_of(
-        queue_filter.ordered_values(partner=partner),
-        queue_filter.ordering(partner is not None),
-        page_size(),
-        after=request.GET.get("after", ""),
-        before=request.GET.get("before", ""),
-        total=counts.pop("total"),
-    )
+    total = counts.pop("total")
+    cursors = {"after": request.GET.get("after", ""), "before": request.GET.get("before", "")}
+    if queue_filter.sort == USEFUL:
+        page = useful_page(queue_filter, partner, page_size(), **cursors)
+    else:
+        page = page_of(
+            queue_filter.ordered_values(partner=partner),
+            queue_filter.ordering(partner is not None),
+            page_size(),
+            total=total,
+            **cursors,
+        )
     params = queue_filter.as_params()
     return {
         "filter": queue_filter,

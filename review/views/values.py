@@ -11,7 +11,7 @@ from extraction.models import ExtractedValue
 from review.actions import NothingToUndo, ReviewError, do_review, do_undo
 from review.models import ValueEvent
 from review.rows import fresh_row, make_row
-from review.transition import ReviewConflict, shown_value
+from review.transition import ReviewConflict
 from review.views.common import redirect_back, reviewers_only, shortcut_keys
 from slotwise.error_pages import bad_request
 from slotwise.params import ParameterError, whole_number
@@ -133,5 +133,5 @@ def history(request, value_id: int):
     return render(
         request,
         "review/history.html",
-        {"value": value, "row": make_row(value), "shown": shown_value(value), "events": events},
+        {"value": value, "row": make_row(value), "shown": value.review.shown(value.value), "events": events},
     )

@@ -126,7 +126,7 @@ def test_a_rater_changes_a_vote_and_the_results_count_the_new_one(live_server, c
         votes_line = page.inner_text("main p.muted")
         assert "1 of 2 votes cast" in votes_line
     item = campaign.items.get(token=first_token)
-    b_system = item.system_b.name
+    b_system = (campaign.second_system if item.first_is_a else campaign.first_system).name  # side B
     assert list(Vote.objects.filter(rater=carol).order_by("id").values_list("choice", flat=True)) == [
         "a",
         "b",

@@ -11,7 +11,7 @@ from extraction.models import ExtractedValue
 from review.actions import do_review
 from review.models import ValueEvent
 from tests.support.browser import chromium_page, sign_in
-from tests.support.factories import make_scenario
+from tests.support.factories import make_review_choices, make_scenario
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -211,3 +211,20 @@ def test_u_after_a_bulk_accept_takes_the_bulk_accept_back_and_says_so(live_serve
         assert said.endswith("It is not on this page.")
     statuses = set(ExtractedValue.objects.filter(run=scene.run).values_list("review__status", flat=True))
     assert statuses == {"pending"}
+
+
+def test_choosing_the_useful_order_changes_what_comes_first(live_server, bob, password):
+    scene = make_review_choices()
+    first_row = "#queue-body form.vrow >> nth=0"
+    with chromium_page() as page:
+        sign_in(page, live_server.url, "bob", password)
+        page.goto(f"{live_server.url}/review/queue/?run={scene.run.pk}")
+        assert page.get_attribute(first_row, "id") == f"value-{scene.values['bob1'].pk}"  # lowest confidence
+        page.select_option("#f-sort", "useful")
+        page.wait_for_function(
+            "id => document.querySelector('#queue-body form.vrow').id === id",
+            arg=f"value-{scene.values['zest'].pk}",
+        )
+        rows = page.eval_on_selector_all("#queue-body form.vrow", "forms => forms.map(f => f.id)")
+        assert rows[:3] == [f"value-{scene.values[n].pk}" for n in ("zest", "bob1", "acme")]
+        assert "sort=useful" in page.url  # the order is in the address, so a reload keeps it

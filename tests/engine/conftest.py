@@ -1,128 +1,23 @@
-"""Tiny random models and a small tokenizer built in code (no downloads), plus the per-value
-reference decode of HPD.md: greedy over [prefix + doc + keys 0..n] with the same position ids and a
-plain causal mask."""
+"""The engine tests' fixtures: a small tokenizer built in code (no downloads), a tiny random model
+saved as a model directory, the real tokenizer where its files are, and the typed schema on the tiny
+model. Their helpers live in tests/support (tiny_models, engine_schemas)."""
 
 from __future__ import annotations
-
-import os
 
 import pytest
 import torch
 
-from extraction.engine import layout, masks, modeling
-from extraction.engine.token_masks import constrain
+from extraction.engine import modeling
+from extraction.engine.api import Extractor
+from tests.support.engine_schemas import REAL_TOKENIZER, TYPED
+from tests.support.tiny_models import TEXTS, tiny_model
 
 torch.set_num_threads(1)  # tiny models: threads only add contention on a shared 2-core machine
-# where the tiny models run: cpu here; scripts/gpu_check.sh runs the exactness tests with cuda
-DEVICE = os.environ.get("SLOTWISE_TEST_DEVICE", "cpu")
-
-FAMILIES = [
-    "llama",
-    "qwen2",
-    "qwen3",
-    "mistral",
-    "phi3",
-    "gpt_neox",
-    "gemma",
-    "granite",
-    "olmo2",
-    "stablelm",
-    "starcoder2",
-    "cohere",
-    "gemma3_text",
-]
-# gemma's default head_dim (256) dwarfs a tiny model. gemma3_text (Gemma 3 270M's family): a sliding
-# and a full layer, the window (512, as the real model's) wider than any test span, so the HPD mask
-# is exact on both kinds; untied embeddings because a tiny random tied Gemma 3 writes one token
-# everywhere, which would leave the early-end path untested
-FAMILY_SIZE = {
-    "gemma": {"head_dim": 16},
-    "gemma3_text": {
-        "head_dim": 16,
-        "sliding_window": 512,
-        "layer_types": ["sliding_attention", "full_attention"],
-        "tie_word_embeddings": False,
-    },
-}
-TEXTS = [
-    "Diesel Men's Exposure High-Top Sneaker",
-    "organic green tea 100 count, 2 pack",
-    "Fender guitar strings 10-46 nickel",
-    "Vitamin D3 1000 IU softgels",
-]
-ATTRS = [
-    layout.AttributeSpec("Brand", max_tokens=5),
-    layout.AttributeSpec("Color", "the main colour", 3),
-    layout.AttributeSpec("Size", max_tokens=6),
-]
-TINY = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "initializer_range": 0.2,
-}
 
 
 @pytest.fixture(scope="session")
 def tokenizer():
     return modeling.build_tokenizer(TEXTS)
-
-
-def tiny_model(family: str, tokenizer, attn: str = "sdpa", **kw):
-    size = dict(TINY, **FAMILY_SIZE.get(family, {}), **kw)
-    if family == "gpt_neox":
-        size.pop("num_key_value_heads")
-    return modeling.random_model(family, tokenizer, attn=attn, seed=0, **size).to(DEVICE)
-
-
-def with_terminator(schema: layout.SchemaPrompt, term: int) -> layout.SchemaPrompt:
-    return layout.SchemaPrompt(schema.attributes, schema.prefix_ids, schema.key_ids, schema.end_ids, term)
-
-
-@torch.no_grad()
-def reference_decode(
-    model, schema: layout.SchemaPrompt, doc: list[int], n: int, state=None
-) -> tuple[list[int], bool]:
-    """Plain greedy decode of value n alone (prefix + doc + keys 0..n, causal mask) -> (value ids,
-    truncated); with `state` (a slot rule's state), each step restricted to what it allows."""
-    sub = layout.SchemaPrompt(
-        schema.attributes[: n + 1],
-        schema.prefix_ids,
-        schema.key_ids[: n + 1],
-        schema.end_ids,
-        schema.terminator,
-    )
-    lay = layout.build_hpd_layout(sub, [doc])
-    device = next(model.parameters()).device
-    ids, pos = torch.tensor([lay.input_ids], device=device), torch.tensor([lay.position_ids], device=device)
-    T = ids.shape[1]
-    cache = modeling.new_cache()
-
-    def pick(hidden):
-        lp = modeling.logprobs(model, hidden[:, -1])
-        if state is not None:
-            lp = constrain(lp, [state.allowed()])
-        return modeling.greedy(lp)[0]
-
-    tok = pick(
-        modeling.forward_hidden(model, ids, pos, masks.causal_mask(1, T, T, model.dtype, device), cache)
-    )
-    start, gap, out = lay.slot_start[0][n], schema.attributes[n].max_tokens, []
-    for k in range(gap + 1):
-        if int(tok) == schema.terminator:
-            return out, False
-        if k == gap:
-            return out, True
-        out.append(int(tok))
-        if state is not None:
-            state.push(int(tok))
-        T += 1
-        mask = masks.causal_mask(1, 1, T, model.dtype, device)
-        at = torch.tensor([[start + k]], device=device)
-        tok = pick(modeling.forward_hidden(model, tok.view(1, 1), at, mask, cache))
-    raise AssertionError("unreachable")
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +27,18 @@ def model_dir(tmp_path_factory, tokenizer):
     tiny_model("llama", tokenizer).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="module")
+def real_tokenizer():
+    if not (REAL_TOKENIZER / "tokenizer.json").is_file():
+        pytest.skip("no real tokenizer files")
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(REAL_TOKENIZER)
+
+
+@pytest.fixture(scope="module")
+def typed(model_dir):
+    ex = Extractor(model_dir, extractive=True)
+    return ex, ex.schema(TYPED)

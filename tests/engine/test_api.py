@@ -18,8 +18,7 @@ from extraction.engine.api import (
     ValueResult,
     default_model_dir,
 )
-
-from .conftest import TEXTS
+from tests.support.tiny_models import TEXTS
 
 DOCS = [
     Document("sku-long", TEXTS[1] + " extra words for length"),

@@ -16,11 +16,11 @@ import torch
 from transformers import LogitsProcessorList
 
 from extraction.engine import ar, layout
-from extraction.engine.api import REPO_ROOT, Document, Extractor, model_settings
+from extraction.engine.api import Document, Extractor, model_settings
 from extraction.engine.extractive import DocIndex, doc_index
-
-from .conftest import ATTRS, TEXTS, tiny_model
-from .test_extractive import ForceFormat
+from tests.support.engine_reference import ForceFormat
+from tests.support.engine_schemas import BUNDLED, CATALOG
+from tests.support.tiny_models import ATTRS, TEXTS, tiny_model
 
 NA = layout.NA
 # product texts with JSON punctuation (quotes, braces, colons, commas), joiners and non-ASCII text
@@ -187,40 +187,6 @@ def test_values_keep_their_gap_and_the_output_always_closes(tokenizer, random_se
 
 
 # ---------------------------------------------------------------------------------- the bundled model
-
-BUNDLED = REPO_ROOT / "models" / "slotwise-ave"
-# OA-Mine categories (their dev schemas) and product titles like theirs
-CATALOG = {
-    "Shoes": (
-        ["Brand", "Gender", "Model name", "Color", "Shoe type", "Material", "Size", "Sport", "Closure"],
-        [
-            "Clarks Women's Ashland Bubble Ankle Bootie, Navy Suede, 8.5 M US",
-            "Skechers Men's Go Walk Max Slip-On Sneaker, Charcoal, 10 W US",
-            "ASICS Women's Gel-Venture 7 Trail Running Shoes, 7.5, Black/Pink",
-            "Dr. Martens 1460 Original 8-Eye Leather Boot, Cherry Red, 9 UK",
-        ],
-    ),
-    "Coffee": (
-        ["Brand", "Roast type", "Specialty", "Item form", "Container type", "Flavor", "Net content"]
-        + ["Country", "Caffeine content", "Pack size", "Machine type"],
-        [
-            "Peet's Coffee Major Dickason's Blend Dark Roast Ground Coffee, 18 Ounce Bag",
-            "Lavazza Super Crema Whole Bean Coffee Blend, Medium Espresso Roast, 2.2 Pound",
-            "Folgers Classic Roast Instant Coffee Crystals, 8 Oz Canister",
-            "Community Coffee Breakfast Blend K-Cup Pods, Medium Roast, 36 Count",
-        ],
-    ),
-    "Breakfast Cereal": (
-        ["Brand", "Sub brand", "Flavor", "Net content", "Pack size", "Specialty", "Container"]
-        + ["Cereal type"],
-        [
-            "Kellogg's Frosted Flakes Breakfast Cereal, Original, 24 oz Box",
-            "General Mills Cheerios Honey Nut Cereal, Gluten Free, 12 oz",
-            "Post Honey Bunches of Oats with Almonds, Breakfast Cereal, 14.5 Ounce",
-            "Nature's Path Organic Heritage Flakes Cereal, 13.25 Oz Box (Pack of 6)",
-        ],
-    ),
-}
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,7 @@ import torch
 
 from extraction.engine import ar, hpd, layout
 from extraction.engine.extractive import doc_index
-
-from .conftest import ATTRS, DEVICE, FAMILIES, TEXTS, tiny_model
+from tests.support.tiny_models import ATTRS, DEVICE, FAMILIES, TEXTS, tiny_model
 
 
 @pytest.mark.parametrize("family", FAMILIES)

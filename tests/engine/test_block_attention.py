@@ -9,9 +9,17 @@ import pytest
 import torch
 
 from extraction.engine import block_attention, hpd, layout
-
-from .conftest import ATTRS, DEVICE, FAMILIES, TEXTS, tiny_model
-from .test_equivalence import mismatches, run_hpd, setup
+from tests.support.tiny_models import (
+    ATTRS,
+    DEVICE,
+    FAMILIES,
+    TEXTS,
+    assert_same,
+    mismatches,
+    run_hpd,
+    setup,
+    tiny_model,
+)
 
 
 def decode_both(model, schema, docs, rows_of, batch_rows, lookahead=hpd.LOOKAHEAD):
@@ -27,15 +35,6 @@ def decode_both(model, schema, docs, rows_of, batch_rows, lookahead=hpd.LOOKAHEA
         )
         counters = counters or c
     return out[0], out[1], counters
-
-
-def assert_same(blocks, dense):
-    assert [sorted(d) for d in blocks] == [sorted(d) for d in dense]
-    for b_doc, d_doc in zip(blocks, dense, strict=True):
-        for n, v in b_doc.items():
-            w = d_doc[n]
-            assert (v.ids, v.truncated, v.steps) == (w.ids, w.truncated, w.steps)
-            assert v.logprobs == pytest.approx(w.logprobs, abs=1e-4)
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen3", "gpt_neox", "gemma"])

@@ -21,8 +21,7 @@ from extraction.engine.api import (
 )
 from extraction.engine.calibration import Scaling
 from extraction.engine.metric import is_na
-
-from .conftest import TEXTS
+from tests.support.tiny_models import TEXTS
 
 
 def test_ece_by_hand():

@@ -4,27 +4,23 @@ no decoder produces a value its constraint forbids; with the constraint off, one
 
 from __future__ import annotations
 
-import pathlib
 import random
 
 import pytest
 import torch
 
 from extraction.engine import ar, constraints, hpd, layout
-from extraction.engine.api import AttributeSpec, Document, Extractor
+from extraction.engine.api import AttributeSpec, Extractor
 from extraction.engine.extractive import TokenTable, doc_index
 from extraction.engine.token_masks import (
     allowed_mask,
-    allowed_pairs,
     constrain,
     masked_choice,
     masked_log_softmax,
 )
-
-from .conftest import TEXTS, reference_decode
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-REAL_TOKENIZER = REPO / "models" / "slotwise-smollm2"
+from tests.support.engine_reference import allowed_pairs
+from tests.support.engine_schemas import COLORS, DOCS, SLEEVES, TYPED
+from tests.support.tiny_models import reference_decode
 
 # a toy vocabulary: ids 0 and 1 are special (no bytes), 2 ends values
 PIECES = [None, None, None, b" ", b"5", b"12", b".", b",", b" k", b"kg", b"g", b" oz", b"x", b" n", b"/"]
@@ -120,18 +116,6 @@ def test_default_rules_are_todays_extractive_spans(tokenizer):
 # ---------------------------------------------------------------------------------- real tokenizer
 
 
-@pytest.fixture(scope="module")
-def real_tokenizer():
-    if not (REAL_TOKENIZER / "tokenizer.json").is_file():
-        pytest.skip("no real tokenizer files")
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(REAL_TOKENIZER)
-
-
-SLEEVES = ["3/4 Sleeve", "Long Sleeve", "Short Sleeve", "Sleeveless", "Strappy"]
-
-
 def random_paths(rule, steps: int, seed: int = 0) -> list[list[int]]:
     """Random walks through a rule's allowed tokens until it ends: what any model could decode."""
     rng, out = random.Random(seed), []
@@ -194,21 +178,6 @@ def test_number_on_the_real_tokenizer(real_tokenizer):
 
 # ---------------------------------------------------------------------------------- decoders
 
-COLORS = ["Black", "Navy Blue", "Green Tea Leaf Extra Long Name", "Red"]
-TYPED = [
-    AttributeSpec("Color", max_tokens=2, kind="enum", allowed_values=tuple(COLORS)),  # widened to fit
-    AttributeSpec("Waterproof", max_tokens=3, kind="boolean"),
-    AttributeSpec("Weight", max_tokens=6, kind="number", unit="g"),
-    AttributeSpec("Brand", max_tokens=4),  # text: a span (extractive)
-    AttributeSpec("Note", max_tokens=4, free=True),  # text, free
-]
-
-
-@pytest.fixture(scope="module")
-def typed(model_dir):
-    ex = Extractor(model_dir, extractive=True)
-    return ex, ex.schema(TYPED)
-
 
 def problems(results, names=None) -> list:
     """Values their attribute's type forbids."""
@@ -232,9 +201,6 @@ def test_the_extractor_carries_the_types_into_the_rules(typed):
     assert kinds == ["ChoiceRule", "ChoiceRule", "NumberRule", "SpanRule", None]
     longest = len(ex.tokenizer.encode(" " + COLORS[2], add_special_tokens=False))
     assert schema.attributes[0].max_tokens == longest > 2  # the gap holds the longest value
-
-
-DOCS = [Document(str(i), t) for i, t in enumerate(TEXTS)] + [Document("w", "Rain boots 350 g waterproof")]
 
 
 @pytest.mark.parametrize("decoder", ["hpd", "fork", "ar", "pld"])

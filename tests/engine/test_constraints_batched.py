@@ -2,7 +2,7 @@
 step for step: on random walks through every kind (spans on real product titles with the real
 tokenizer and on the tiny one, choices, numbers, free slots, all in one batch) the masks, may_end
 and finishing agree at every step, and a forbidden token is False (negative control). HPD, fork and
-AR-JSON decode exactly as with the per-slot hooks (tests/engine/reference_hooks.py)."""
+AR-JSON decode exactly as with the per-slot hooks (tests/support/reference_hooks.py)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,9 @@ from extraction.engine import ar, constraints, data, hpd, layout
 from extraction.engine.batched_constraints import BatchedConstraint
 from extraction.engine.extractive import COMPOUND, FREE, WORD, TokenTable, doc_index
 from extraction.engine.token_masks import allowed_mask
-
-from .conftest import TEXTS
-from .reference_hooks import ReferenceConstrained, ReferenceProcessor
-from .test_constraints import COLORS, DOCS, SLEEVES, TYPED, real_tokenizer, typed  # noqa: F401 - fixtures
+from tests.support.engine_schemas import COLORS, DOCS, SLEEVES, TYPED
+from tests.support.reference_hooks import ReferenceConstrained, ReferenceProcessor
+from tests.support.tiny_models import TEXTS
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEV = REPO.parent / "shared" / "data" / "ave" / "oa-mine" / "dev.jsonl"
@@ -102,7 +101,7 @@ def span_specs(tokenizer, texts, end):
     return out
 
 
-def test_spans_on_real_titles_with_the_real_tokenizer(real_tokenizer):  # noqa: F811
+def test_spans_on_real_titles_with_the_real_tokenizer(real_tokenizer):
     tok = real_tokenizer
     end = tok.eos_token_id
     specs = span_specs(tok, titles(40), end)

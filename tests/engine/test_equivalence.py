@@ -5,66 +5,17 @@ controls are in test_block_attention.py."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
 import torch
 
 from extraction.engine import hpd, layout, masks
-
-from .conftest import ATTRS, DEVICE, FAMILIES, TEXTS, reference_decode, tiny_model, with_terminator
-
-
-def run_hpd(
-    model, schema, docs, stack: int, rows: int, counters=None, attention="blocks"
-) -> list[list[hpd.SlotValue]]:
-    """-> values[d][n] in document order."""
-    pc = hpd.prefill_prefix(model, schema.prefix_ids, DEVICE)
-    decoded = hpd.decode(
-        model,
-        schema,
-        pc,
-        hpd.hpd_rows(docs, len(schema.attributes), stack),
-        rows,
-        0,
-        counters or hpd.Counters(),
-        attention=attention,
-    )
-    return [[doc[n] for n in range(len(schema.attributes))] for doc in decoded]
-
-
-def frequent_terminator(model, schema, docs) -> int:
-    """A token the random model emits inside some values and not others: used as terminator so
-    that some values end early and some fill their gap (both paths are exercised)."""
-    vals = [v.ids for row in run_hpd(model, schema, docs, 1, 8) for v in row]
-    counts = Counter(t for ids in vals for t in ids[1:])
-    for tok, _ in counts.most_common():
-        if 0 < sum(tok in ids for ids in vals) < len(vals):
-            return tok
-    return counts.most_common(1)[0][0]
-
-
-_SETUPS: dict = {}
-
-
-def setup(family, attn, tokenizer):
-    """Tiny model, schema with a frequent terminator, 3 documents (cached per family and attention)."""
-    if (family, attn) not in _SETUPS:
-        model = tiny_model(family, tokenizer, attn)
-        schema = layout.schema_prompt(tokenizer, ATTRS)
-        docs = [layout.doc_ids(tokenizer, t) for t in TEXTS[:3]]
-        _SETUPS[family, attn] = model, with_terminator(schema, frequent_terminator(model, schema, docs)), docs
-    return _SETUPS[family, attn]
-
-
-def mismatches(model, schema, docs, values) -> list[tuple[int, int]]:
-    bad = []
-    for d, doc in enumerate(docs):
-        for n in range(len(schema.attributes)):
-            ref, trunc = reference_decode(model, schema, doc, n)
-            if (values[d][n].ids, values[d][n].truncated) != (ref, trunc):
-                bad.append((d, n))
-    return bad
+from tests.support.tiny_models import (
+    DEVICE,
+    FAMILIES,
+    mismatches,
+    run_hpd,
+    setup,
+)
 
 
 @pytest.mark.parametrize("attention", ["blocks", "dense"])

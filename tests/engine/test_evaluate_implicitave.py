@@ -7,20 +7,8 @@ import json
 
 from extraction.cli import main
 from extraction.engine import data
+from tests.support.toy_training import HEADER, ROWS
 
-HEADER = "id\timages\tcategory\ttexts\tattribute_names\tattribute_values\n"
-ROWS = [
-    (
-        "B1",
-        "Dresses",
-        "[Title] Jessica Howard Women's Cap Sleeve V Neck Beaded",
-        "Sleeve Style",
-        "Short Sleeve",
-    ),
-    ("B1", "Dresses", "[Title] Jessica Howard Women's Cap Sleeve V Neck Beaded", "Neckline", "V-Neck"),
-    ("B2", "Dresses", '[Title] "Milk" Nursingwear Sleek Striped Maxi', "Neckline", "Scoop Neck"),
-    ("B3", "Shirts & Tops", "[Title] Diesel Men's Exposure Tee", "Sleeve Style", "Long Sleeve"),
-]
 OPTIONS = {
     "Sleeve Style": ["Long Sleeve", "Short Sleeve", "Sleeveless"],
     "Neckline": ["V-Neck", "Scoop Neck"],

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 
 from extraction.cli import main
-
-from .conftest import TEXTS
+from tests.support.tiny_models import TEXTS
 
 ROWS = [
     {"input": TEXTS[0], "category": "Shoes", "target_scores": {"Brand": {"Diesel": 1}, "Color": {"n/a": 1}}},

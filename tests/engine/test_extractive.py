@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList
+from transformers import LogitsProcessorList
 
 from extraction.engine import ar, hpd, layout
 from extraction.engine.extractive import (
@@ -16,12 +16,11 @@ from extraction.engine.extractive import (
     DocIndex,
     TokenTable,
     allowed_mask,
-    allowed_tokens,
     constrain,
     doc_index,
 )
-
-from .conftest import ATTRS, TEXTS, tiny_model
+from tests.support.engine_reference import ForceFormat, allowed_tokens
+from tests.support.tiny_models import ATTRS, TEXTS, tiny_model
 
 # a toy vocabulary: ids 0 and 1 are special (no bytes), 2 ends values
 PIECES = [
@@ -177,45 +176,6 @@ def test_hpd_values_are_spans_of_their_document_or_na(tokenizer):
     for d, row in enumerate(forked):
         for n, v in row.items():
             assert v.ids == out[d][n].ids  # fork shares HPD's code path
-
-
-def forced_token(gen: list[int], schema) -> int | None:
-    """The AR target's next format token after gen (keys, '"}', eos); None inside a value."""
-    i = 0
-    for key in schema.key_ids:
-        for t in key:
-            if i == len(gen):
-                return t
-            if gen[i] != t:
-                return None
-            i += 1
-        while i < len(gen) and gen[i] != schema.terminator:  # the value: free
-            i += 1
-        if i == len(gen):
-            return None
-        i += 1
-    for t in [*schema.end_ids, schema.ar_eos]:
-        if i == len(gen):
-            return t
-        i += 1
-    return None
-
-
-class ForceFormat(LogitsProcessor):
-    """Test helper: outside values, force the AR target's keys, '"}' and eos (a random model would
-    never write them) and leave values free: the unconstrained control (ar.ExtractiveProcessor
-    forces the format itself)."""
-
-    def __init__(self, schema, prompt_len):
-        self.schema, self.prompt_len = schema, prompt_len
-
-    def __call__(self, input_ids, scores):
-        for b, gen in enumerate(input_ids[:, self.prompt_len :].tolist()):
-            tok = forced_token(gen, self.schema)
-            if tok is not None:
-                scores[b] = float("-inf")
-                scores[b, tok] = 0.0
-        return scores
 
 
 def ar_values(tokens: list[int], schema) -> list[list[int]]:

@@ -8,8 +8,7 @@ import torch
 from extraction.engine import layout, masks, modeling
 from extraction.engine.training_corpus import Example
 from extraction.engine.training_rows import build_row
-
-from .conftest import ATTRS, TEXTS, tiny_model
+from tests.support.tiny_models import ATTRS, TEXTS, tiny_model
 
 
 def test_positions_jump_by_each_gap_and_restart_per_document(tokenizer):

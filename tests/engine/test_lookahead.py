@@ -12,9 +12,8 @@ from extraction.engine import hpd, layout, lookahead
 from extraction.engine.api import Extractor, model_settings
 from extraction.engine.extractive import doc_index
 from extraction.engine.lookahead import Lookahead, copies_per_slot, propose
-
-from .test_ar_constraint import BUNDLED, CATALOG
-from .test_block_attention import assert_same
+from tests.support.engine_schemas import BUNDLED, CATALOG
+from tests.support.tiny_models import assert_same
 
 EVERY_STEP = Lookahead(most=4, budget=10_000)  # copies drafted at every step, however many slots
 

@@ -10,8 +10,7 @@ import pytest
 
 from extraction.cli import main
 from extraction.engine import precision
-
-from .conftest import TEXTS
+from tests.support.tiny_models import TEXTS
 
 ROWS = [
     {"input": TEXTS[0], "category": "Shoes", "target_scores": {"Brand": {"Diesel": 1}, "Color": {"n/a": 1}}},

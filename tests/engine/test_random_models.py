@@ -11,8 +11,7 @@ from transformers import AutoConfig
 from extraction.engine.api import Document, Extractor
 from extraction.engine.layout import AttributeSpec
 from extraction.engine.random_models import SHAPES, write_random_model
-
-from .conftest import TEXTS
+from tests.support.tiny_models import TEXTS
 
 SMALL = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4}
 

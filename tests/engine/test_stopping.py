@@ -7,8 +7,7 @@ import pytest
 
 from extraction.engine.api import AttributeSpec, Document, Extractor
 from extraction.engine.stopping import Cancelled, stop_between_forwards
-
-from .conftest import TEXTS
+from tests.support.tiny_models import TEXTS
 
 DOCS = [Document(f"sku-{i}", text) for i, text in enumerate(TEXTS)]
 SPECS = [AttributeSpec("Brand", max_tokens=4), AttributeSpec("Color", "main colour", 3)]

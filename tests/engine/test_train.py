@@ -19,35 +19,22 @@ from extraction.engine.layout import (
     build_ar_prompt,
     doc_ids,
     schema_prompt,
+    terminator_id,
     value_ids,
 )
 from extraction.engine.modeling import expand_cache, forward_hidden, logprobs
-from extraction.engine.tokenizer_train import build_tokenizer
 from extraction.engine.train import run_train
 from extraction.engine.training_corpus import Example, load_corpus
 from extraction.engine.training_losses import training_logits
 from extraction.engine.training_model import new_model
-from extraction.engine.training_rows import RowConfig, RowSampler, build_row, collate, value_terminator
-
-DOCS = [
-    "Ellie Shoes Women's 8400, Red Patent, 14 M US",
-    "Crocs Women's Jayna Ballet Flat, Nautical Navy, 4 M US",
-    "Timberland Men's Radler Trail Camper Oxford, Lime, 15 M US",
-    "Finn Comfort Women's Adana sandal in brown leather",
-]
-GOLD = [
-    {"Brand": "Ellie Shoes", "Color": "Red Patent", "Size": "14 M US"},
-    {"Brand": "Crocs", "Color": "Nautical Navy", "Size": None},  # Size not judged: no value, no loss
-    {"Brand": "Timberland", "Color": "Lime", "Size": "15 M US"},
-    {"Brand": "Finn Comfort", "Color": "brown", "Size": "n/a"},
-]
-NAMES = ["Brand", "Color", "Size"]
+from extraction.engine.training_rows import RowConfig, RowSampler, build_row, collate
+from tests.support.engine_reference import allowed_tokens
+from tests.support.toy_training import DOCS, GOLD, NAMES, toy_tokenizer, write_toy_data
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    texts = DOCS + [v for g in GOLD for v in g.values() if v] + NAMES + ["Extract the value n/a JSON Product"]
-    return build_tokenizer(texts, vocab_size=300)
+    return toy_tokenizer()
 
 
 def tiny_model(tokenizer, attn: str = "sdpa"):
@@ -119,7 +106,7 @@ def test_training_forward_equals_prefill_plus_teacher_forced_hpd_steps(tokenizer
     train_lp = torch.log_softmax(logits, -1)  # [T, V]
 
     schema = schema_prompt(tokenizer, specs)
-    assert schema.terminator == value_terminator(tokenizer) == tokenizer.convert_tokens_to_ids("<|eov|>")
+    assert schema.terminator == terminator_id(tokenizer) == tokenizer.convert_tokens_to_ids("<|eov|>")
     docs = [doc_ids(tokenizer, ex.text) for ex in hpd_exs]
     values = [
         [
@@ -279,34 +266,6 @@ def test_phrase_replacements_are_words_of_another_title_and_stay_verbatim():
     a = [augment.augment_record(records[1], pools, random.Random(5), plain) for _ in range(3)]
     b = [augment.augment_record(records[1], pools, random.Random(5), plain, phrases) for _ in range(3)]
     assert a == b
-
-
-def write_toy_data(root):
-    oa = root / "toy-oa"
-    oa.mkdir()
-    recs = [
-        {"input": d, "category": "Shoes", "target_scores": {k: {v: 1} for k, v in g.items() if v is not None}}
-        for d, g in zip(DOCS, GOLD, strict=True)
-    ]
-    (oa / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs * 3))
-    (oa / "dev.jsonl").write_text(json.dumps(recs[0]) + "\n")
-    wdc = root / "toy-wdc"
-    wdc.mkdir()
-    wrecs = [
-        {
-            "id": i,
-            "cluster_id": i,
-            "category": "Shoes",
-            "input_title": d,
-            "input_description": "Great shoes.",
-            "target_scores": {
-                k: ({"n/a": 1} if v in (None, "n/a") else {v: {"pid": [0], "score": 1}}) for k, v in g.items()
-            },
-        }
-        for i, (d, g) in enumerate(zip(DOCS * 3, GOLD * 3, strict=True))
-    ]
-    (wdc / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in wrecs))
-    return [str(oa), str(wdc)]
 
 
 def toy_argv(data: list[str], out, splits, *extra: str) -> list[str]:
@@ -489,7 +448,7 @@ def test_base_fine_tunes_a_local_hf_model_and_adds_the_value_end_token(tmp_path,
     ex = Extractor(args.out)
     assert type(ex.model).__name__ == model_class
     eov = ex.tokenizer.convert_tokens_to_ids("<|eov|>")
-    assert value_terminator(ex.tokenizer) == eov != ex.tokenizer.eos_token_id
+    assert terminator_id(ex.tokenizer) == eov != ex.tokenizer.eos_token_id
     assert ex.model.get_input_embeddings().weight.shape[0] > eov  # embeddings resized for the new token
     res, _ = ex.extract(
         [Document("a", DOCS[0])], [AttributeSpec(n, max_tokens=3) for n in NAMES], stack=1, rows=1
@@ -548,7 +507,7 @@ def test_choices_are_what_extractive_decoding_allows_at_each_value_token(tokeniz
             idx = [lay.key_end[j][n]] + [t for t, (d, s) in enumerate(pairs) if (d, s) == (j, n)]
             assert [row.labels[t] for t in idx] == target
             for k, t in enumerate(idx):
-                assert row.choices[t] == extractive.allowed_tokens(index, target[:k], schema.na_ids, end)
+                assert row.choices[t] == allowed_tokens(index, target[:k], schema.na_ids, end)
     # AR: the tokens of judged values are constrained; keys and punctuation are not
     ar_labeled = [t for t, d in enumerate(row.doc_ids) if d == len(hpd_exs) and row.labels[t] != -100]
     constrained = [t for t in ar_labeled if t in row.choices]

@@ -7,12 +7,19 @@ import random
 import shutil
 from pathlib import Path
 
+import pytest
+
 from extraction.engine import augment as aug
 from extraction.engine.splits import IMPLICIT, load_split, resolve_data_dirs
 from extraction.engine.training_corpus import load_corpus, verbatim_share
 from extraction.engine.training_rows import RowConfig, RowSampler
-from tests.engine.test_evaluate_implicitave import HEADER, ROWS
-from tests.engine.test_train import tokenizer, write_toy_data  # noqa: F401 (fixture)
+from tests.support.toy_training import HEADER, ROWS, toy_tokenizer, write_toy_data
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return toy_tokenizer()
+
 
 TRAIN = [row for row in ROWS if row[0] != "B2"]  # evaluate's rows: B1 (two attributes) and B3
 VAL = [

@@ -12,6 +12,7 @@ from review.bulk import do_create_bulk_action, run_bulk_action
 from review.filters import QueueFilter
 from review.models import BulkAction, GoldValue, ValueEvent
 from tests.support.factories import make_scenario
+from tests.support.gold import seed_gold_from_known_values
 from tests.support.pages import refusal
 
 pytestmark = pytest.mark.django_db
@@ -249,11 +250,9 @@ def test_without_htmx_an_action_redirects_back_to_the_queue(client_for, bob, sce
 
 
 def test_taking_back_an_approval_restores_the_catalogs_known_value_as_gold(client_for, bob, scene):
-    from review.ave import do_seed_gold_from_known_values
-
     value = scene.values[0]  # Brand of product 0
     type(value.product).objects.filter(pk=value.product.pk).update(known_values={"Brand": "Known Brand"})
-    do_seed_gold_from_known_values(type(value.product).objects.filter(pk=value.product.pk))
+    seed_gold_from_known_values(type(value.product).objects.filter(pk=value.product.pk))
     do_review(value.pk, 0, "correct", bob, text="Reviewed Brand")
     assert GoldValue.objects.get(product=value.product, attribute_name="Brand").value == "Reviewed Brand"
     client_for(bob).post(reverse("review:undo"), HTTP_HX_REQUEST="true")

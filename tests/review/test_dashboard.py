@@ -11,9 +11,9 @@ from extraction.engine import data as ave
 from extraction.engine.metric import Report
 from extraction.models import Run
 from review.actions import do_review
-from review.ave import do_seed_gold_from_known_values
 from review.models import GoldValue
 from tests.support.factories import link_runs, make_run, make_scenario, make_values
+from tests.support.gold import seed_gold_from_known_values
 
 pytestmark = pytest.mark.django_db
 
@@ -46,7 +46,7 @@ def test_dashboard_f1_equals_the_engine_metric_over_the_exported_ave_gold(client
         for j, attribute in enumerate(product.category.current_schema.attributes.all()):
             values[(product, attribute)] = (predict(product, attribute, i + j), 0.5)
     make_values(hpd, values)
-    assert do_seed_gold_from_known_values(catalog.products.all()) > 300
+    assert seed_gold_from_known_values(catalog.products.all()) > 300
 
     body = client_for(bob).get(reverse("review:dashboard"), {"run": hpd.pk}).content.decode()
     shown = dashboard_f1(body, hpd)
@@ -173,7 +173,7 @@ def test_the_per_attribute_chart_shows_the_attributes_with_the_most_gold(client_
     first.known_values = {name: "x" for name in names[:14]}  # A14 never gets gold
     second.known_values = {"A00": "x"}
     first.save(), second.save()
-    do_seed_gold_from_known_values(scene.catalog.products.all())
+    seed_gold_from_known_values(scene.catalog.products.all())
     body = client_for(bob).get(reverse("review:dashboard"), {"run": scene.run.pk}).content.decode()
     chart = re.search(r'<figure class="chart">\s*<figcaption>Micro F1 per attribute.*?</figure>', body, re.S)
     labels = re.findall(r'class="axis-label">([^<]+)</text>', chart.group(0))

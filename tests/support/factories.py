@@ -158,3 +158,34 @@ def make_scenario(
     return SimpleNamespace(
         catalog=catalog, schema=schema, attributes=attrs, products=items, run=run, values=values
     )
+
+
+def make_review_choices():
+    """Six products of one "Flavor" attribute read by a finished HPD run and a linked AR run, made
+    so that the queue's three orders each put a different value first or third:
+
+    - four Bob's Red Mill products read "Corn Grits" at confidence 0.2 (one pattern, repeated),
+    - an Acme product read "Vanilla" at 0.3,
+    - a Zest product read "Lemon" at 0.95, where AR read "Lime" (the only disagreement).
+
+    Returns a namespace: run (HPD), ar, values (by name: bob1..bob4, acme, zest), products (same).
+    """
+    from types import SimpleNamespace
+
+    schema = make_schema("Pantry", ("Flavor",))
+    flavor = schema.attributes.get()
+    catalog = make_catalog()
+    said = {f"bob{i}": ("Bob's Red Mill", "Corn Grits", 0.2) for i in range(1, 5)}
+    said |= {"acme": ("Acme", "Vanilla", 0.3), "zest": ("Zest", "Lemon", 0.95)}
+    products = {
+        name: make_product(catalog, schema.category, title=f"{brand} {value} no. {n}", sku=f"P{n}")
+        for n, (name, (brand, value, _)) in enumerate(said.items())
+    }
+    run = make_run(list(products.values()), schema)
+    made = make_values(run, {(products[n], flavor): (v, c) for n, (_, v, c) in said.items()})
+    ar = make_run(list(products.values()), schema, decoder=Run.Decoder.AR)
+    make_values(
+        ar, {(products[n], flavor): ("Lime" if n == "zest" else v, 0.5) for n, (_, v, _) in said.items()}
+    )
+    link_runs(run, ar)
+    return SimpleNamespace(run=run, ar=ar, values=dict(zip(said, made, strict=True)), products=products)

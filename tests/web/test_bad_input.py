@@ -11,7 +11,6 @@ Markdown table of what each case actually answered: kind, status, message, store
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import urlencode
@@ -21,16 +20,12 @@ from django.conf import settings as django_settings
 from django.urls import reverse
 
 from catalog.forms import MappingForm
-from catalog.models import Catalog, Category, ImportJob, ImportRowError, Product, SchemaVersion
-from extraction.models import ExtractedValue
-from filestore.models import StoredFile
-from review.models import BulkAction, ExportJob, GoldValue, ValueEvent
+from catalog.models import ImportJob
+from tests.support.bad_input import HEADER, ROWS, changes_between, markdown_table, shown_message, stored_state
 from tests.support.catalog import latest_job, make_category, map_columns, upload
 from tests.support.factories import make_scenario
 
 MIB = 1024 * 1024
-HEADER = "sku,title,category\n"
-ROWS = "A1,Acme TV 55,TV\nA2,Globex TV 42,TV\n"
 WIDE_HEADER = "sku,title,description,category\n"
 
 
@@ -306,74 +301,6 @@ CASES = [
     ),
 ]  # fmt: skip
 
-# Everything a bad input could leave behind or change, as hashable rows.
-WATCHED = {
-    Catalog: ("pk", "name"),
-    ImportJob: ("pk", "status", "mapping", "file"),
-    ImportRowError: ("pk",),
-    Product: ("pk", "sku", "title", "description", "known_values", "updated_at"),
-    Category: ("pk", "name"),
-    SchemaVersion: ("pk",),
-    ExtractedValue: ("pk", "review__status", "review__reviewed_value", "review__version"),
-    ValueEvent: ("pk",),
-    GoldValue: ("pk", "value", "source_id"),
-    BulkAction: ("pk",),
-    ExportJob: ("pk",),
-    StoredFile: ("pk", "name", "size"),
-}
-
-
-def stored_state() -> dict[str, frozenset]:
-    state = {
-        model._meta.label: frozenset(repr(row) for row in model.objects.values_list(*fields))
-        for model, fields in WATCHED.items()
-    }
-    media = Path(django_settings.MEDIA_ROOT)
-    state["files"] = frozenset(str(p) for p in media.rglob("*") if p.is_file())
-    return state
-
-
-def changes_between(before: dict, after: dict) -> int:
-    return sum(len(before[key] ^ after[key]) for key in before)
-
-
-class _Alerts(HTMLParser):
-    """The text of the elements a user reads as errors: role="alert", an error class, or the list
-    of errors Django's forms put beside a field."""
-
-    VOID = {"br", "hr", "img", "input", "link", "meta", "option"}
-
-    def __init__(self):
-        super().__init__()
-        self.depth = 0
-        self.texts: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        if tag in self.VOID:
-            return
-        if self.depth:
-            self.depth += 1
-            return
-        attributes = dict(attrs)
-        classes = (attributes.get("class") or "").split()
-        if attributes.get("role") == "alert" or {"error", "form-error", "errorlist"} & set(classes):
-            self.depth = 1
-            self.texts.append("")
-
-    def handle_endtag(self, tag):
-        if self.depth and tag not in self.VOID:
-            self.depth -= 1
-
-    def handle_data(self, data):
-        if self.depth:
-            self.texts[-1] += data
-
-
-def shown_message(response) -> str:
-    parser = _Alerts()
-    parser.feed(response.content.decode())
-    return " | ".join(" ".join(text.split()) for text in parser.texts if text.strip())
-
 
 @pytest.fixture(scope="module")
 def answers():
@@ -384,18 +311,6 @@ def answers():
     if target and rows:
         Path(target).parent.mkdir(parents=True, exist_ok=True)
         Path(target).write_text(markdown_table(rows), encoding="utf-8")
-
-
-def markdown_table(rows: list[tuple]) -> str:
-    def cell(value) -> str:
-        return str(value).replace("|", "\\|")
-
-    lines = [
-        "| kind | input | HTTP status | message shown | stored changes |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
 
 
 @pytest.fixture

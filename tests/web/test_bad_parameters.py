@@ -22,9 +22,7 @@ from django.test import Client
 from django.urls import reverse
 
 from tests.support.ab_factories import make_campaign, make_two_runs
-from tests.support.catalog import latest_job, make_category, upload
-from tests.support.factories import make_scenario
-from tests.web.test_bad_input import (
+from tests.support.bad_input import (
     HEADER,
     ROWS,
     changes_between,
@@ -32,6 +30,8 @@ from tests.web.test_bad_input import (
     shown_message,
     stored_state,
 )
+from tests.support.catalog import latest_job, make_category, upload
+from tests.support.factories import make_scenario
 
 BAD_VALUES = {
     "superscript two": "²",

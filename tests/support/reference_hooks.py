@@ -13,7 +13,8 @@ from extraction.engine import extractive as span
 from extraction.engine.ar import scaffold
 from extraction.engine.hpd import Greedy, Rows
 from extraction.engine.layout import SchemaPrompt
-from extraction.engine.token_masks import allowed_mask, allowed_pairs, masked_choice
+from extraction.engine.token_masks import allowed_mask, masked_choice
+from tests.support.engine_reference import allowed_pairs
 
 
 class ReferenceConstrained(Greedy):
