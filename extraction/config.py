@@ -46,6 +46,11 @@ def model_label(path: Path) -> str:
     return _slotwise_json(path).get("label") or path.name
 
 
+def run_model_path(model_dir: str) -> Path:
+    """The directory a run's model_dir names (BUNDLED: the default model)."""
+    return Path(model_dir or settings.SLOTWISE_MODEL_DIR)
+
+
 def bundled_model_label() -> str:
     """Says whether the default model is there: without its weights the workers fall back to a random
     stand-in, and an admin starting a run should know its values will be noise."""
