@@ -107,7 +107,9 @@ def _next_item(campaign: Campaign, rater) -> CampaignItem | None:
         with transaction.atomic():
             # The row lock makes "count the places, then take one" safe between raters; it is
             # held for two short queries, so a rater arriving at the same moment waits, never skips.
-            item = CampaignItem.objects.select_for_update().filter(pk=item_id).first()
+            # of=self: the item's default ordering joins its campaign, and a plain FOR UPDATE would
+            # lock the campaign's row too, which raters taking other items then deadlock on.
+            item = CampaignItem.objects.select_for_update(of=("self",)).filter(pk=item_id).first()
             if item is None or _places_taken(item_id, now) >= campaign.raters_per_item:
                 continue
             _, created = Assignment.objects.get_or_create(item=item, rater=rater)
@@ -159,7 +161,11 @@ def do_cast_vote(campaign: Campaign, rater, token: str, choice: str, comment: st
         raise VoteError("this campaign is not open to you for votes")
     try:
         with transaction.atomic():
-            item = CampaignItem.objects.select_for_update().filter(campaign=campaign, token=token).first()
+            item = (
+                CampaignItem.objects.select_for_update(of=("self",))
+                .filter(campaign=campaign, token=token)
+                .first()
+            )
             if item is None:
                 raise VoteError("that item is not part of this campaign")
             votes = item.votes.current()

@@ -25,10 +25,15 @@ SECRET_KEY = "cluster-drill-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxy
 PORT_WAIT_SECONDS = 90.0
 
 # Inside the host: its own /tmp, the checkout read-only, its host name; then the command ($@).
+# The checkout is held aside on /mnt (read-only for Slotwise hosts) before the host's own /tmp
+# covers the real one, then moved back to its path: a clone that lives under /tmp (CI's) stays
+# visible, and the host's working directory is the moved copy, never the writable original.
 ENTER_HOST = """set -e
+mount --bind "$CHECKOUT" /mnt
+if [ -n "$READ_ONLY" ]; then mount -o remount,bind,ro /mnt; fi
 mount -t tmpfs -o size=2g,mode=1777 tmpfs /tmp
+mkdir -p "$CHECKOUT" && mount --move /mnt "$CHECKOUT" && cd "$CHECKOUT"
 hostname "$HOST_NAME"
-if [ -n "$READ_ONLY" ]; then mount --bind "$READ_ONLY" "$READ_ONLY"; mount -o remount,bind,ro "$READ_ONLY"; fi
 mkdir -p /tmp/media
 if [ -n "$MODEL_SOURCE" ]; then mkdir -p /tmp/models && cp -r "$MODEL_SOURCE" /tmp/models/model; fi
 exec "$@"
@@ -83,7 +88,8 @@ class Cluster:
             "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
             "HOME": "/tmp",
             "HOST_NAME": host,
-            "READ_ONLY": str(self.repo) if read_only else "",
+            "CHECKOUT": str(self.repo),
+            "READ_ONLY": "1" if read_only else "",
             "MODEL_SOURCE": str(self.model_source) if model else "",
             **env,
         }

@@ -98,6 +98,10 @@ def test_beat_runs_each_reaper_task_at_the_interval_settings_give():
     assert {name: (entry["task"], entry["schedule"]) for name, entry in schedule.items()} == {
         "release-expired-leases": ("workers.tasks.release_expired_leases", settings.REAPER_INTERVAL_SECONDS),
         "wake-waiting-runs": ("workers.tasks.wake_waiting_runs", settings.REAPER_INTERVAL_SECONDS),
+        "resume-stalled-training": (
+            "workers.tasks.resume_stalled_training",
+            settings.REAPER_INTERVAL_SECONDS,
+        ),
         "remove-stranded-uploads": (
             "workers.tasks.remove_stranded_uploads",
             settings.STRANDED_UPLOAD_SWEEP_SECONDS,
