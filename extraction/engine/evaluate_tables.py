@@ -180,7 +180,7 @@ def write_predictions(path: str, products, best: dict[str, Run]) -> None:
         for i, p in enumerate(products):
             line = {"key": p.key, "category": p.category, "gold": p.gold}
             for d, run in best.items():
-                line[d] = {a: [v.text, round(v.confidence, 4)] for a, v in run.predictions[i].items()}
+                line[d] = {a: [v.text, v.confidence] for a, v in run.predictions[i].items()}
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
