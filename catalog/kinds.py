@@ -2,7 +2,7 @@
 
 Pure Python that imports nothing, so that everything that reads a kind imports it from here: the
 catalog's Attribute.Kind (the stored choice, with its labels), the engine's slot constraints
-(extraction/engine/constraints.py, which never imports Django) and normalize.py. It lives in catalog,
+(extraction/engine/decode/constraints.py, which never imports Django) and normalize.py. It lives in catalog,
 which owns attributes, rather than in extraction/domain.py: extraction already depends on catalog,
 so catalog importing from extraction would make the two apps import each other.
 """

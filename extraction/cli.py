@@ -1,10 +1,10 @@
 """`python -m extraction <command>`: every subcommand's arguments, declared here and nowhere else.
 
-    evaluate      decoders side by side on an AVE file: quality and speed (engine/evaluate.py)
-    train         train the extraction model, or fine-tune --base (engine/train.py)
-    precision     float32 / bfloat16 / int8 / compile interleaved, HPD and AR (engine/precision.py)
-    pool          evaluate --json files of side-by-side runs over disjoint categories, joined (engine/evaluate_pool.py)
-    random-model  a random model of a published shape, speed only (engine/random_models.py)
+    evaluate      decoders side by side on an AVE file: quality and speed (engine/evaluate/command.py)
+    train         train the extraction model, or fine-tune --base (engine/train/trainer.py)
+    precision     float32 / bfloat16 / int8 / compile interleaved, HPD and AR (engine/evaluate/precision.py)
+    pool          evaluate --json files of side-by-side runs over disjoint categories, joined (engine/evaluate/pool.py)
+    random-model  a random model of a published shape, speed only (engine/evaluate/random_models.py)
 
 Each subcommand's arguments are added by the small functions under its name, in the order --help
 shows them; the subcommand's run function receives the parsed namespace.
@@ -15,18 +15,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .engine import augment as aug
-from .engine.allocator import run_under_jemalloc
-from .engine.budgets import DEFAULT_BUDGET
-from .engine.evaluate import DEFAULT_DECODERS, run_evaluate
-from .engine.evaluate_pool import run_pool
-from .engine.precision import PRECISIONS, REFERENCE, run_precision
-from .engine.random_models import SHAPES
-from .engine.splits import DEFAULT_DATA, SPLITS_DIR
-from .engine.tokenizer_train import DEFAULT_VOCAB_SIZE
-from .engine.train import DEFAULT_OUT, TrainConfig, run_train
-from .engine.training_model import SIZES
-from .engine.training_rows import RowConfig
+from extraction.engine.budgets import DEFAULT_BUDGET
+from extraction.engine.evaluate.command import DEFAULT_DECODERS, run_evaluate
+from extraction.engine.evaluate.pool import run_pool
+from extraction.engine.evaluate.precision import PRECISIONS, REFERENCE, run_precision
+from extraction.engine.evaluate.random_models import SHAPES
+from extraction.engine.splits import DEFAULT_DATA, SPLITS_DIR
+from extraction.engine.train import augment as aug
+from extraction.engine.train.allocator import run_under_jemalloc
+from extraction.engine.train.copy_tokenizer import DEFAULT_VOCAB_SIZE
+from extraction.engine.train.row_packing import RowConfig
+from extraction.engine.train.starting_model import SIZES
+from extraction.engine.train.trainer import DEFAULT_OUT, TrainConfig, run_train
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand. argv None: the command as typed in a shell (sys.argv), where train
-    re-executes itself under jemalloc when the system has it (engine/allocator.py): it replaces
+    re-executes itself under jemalloc when the system has it (engine/train/allocator.py): it replaces
     the process, so it never happens for a caller that passes argv (the tests)."""
     if argv is None and sys.argv[1:2] == ["train"]:
         run_under_jemalloc()  # faster training with flat memory; returns if jemalloc is absent
@@ -375,7 +375,7 @@ def add_random_model_parser(subparsers) -> argparse.ArgumentParser:
 def run_random_model(args: argparse.Namespace) -> int:
     import pathlib
 
-    from .engine.random_models import write_random_model
+    from extraction.engine.evaluate.random_models import write_random_model
 
     out = write_random_model(args.shape, pathlib.Path(args.tokenizer), pathlib.Path(args.out), args.seed)
     sys.stdout.write(f"{out}: a random {args.shape} (speed only: its values are noise)\n")

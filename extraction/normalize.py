@@ -73,7 +73,7 @@ def known_units(unit: str = "") -> list[str]:
     """The unit spellings (lowercase) a number in ``unit`` may be written with, so that it converts
     to ``unit``: those of its dimension when the rules know it, else ``unit`` alone; without a unit,
     every spelling the rules know (what a number slot may write after its number,
-    extraction.engine.constraints.NumberRule)."""
+    extraction.engine.decode.constraints.NumberRule)."""
     spellings = set(_UNIT_FACTORS) | set(_UNIT_SPELLINGS)
     if unit.strip():
         target = _UNIT_FACTORS.get(unit_key(unit))

@@ -235,3 +235,51 @@ def test_the_size_checks_measure_what_they_say():
 
 def test_no_engine_function_is_over_60_lines():
     assert long_engine_functions() == {}
+
+
+# --- the engine's rooms: decode/, train/ and evaluate/ over a shared core --------------------------
+
+ROOMS = ("decode", "train", "evaluate")
+# which rooms each room may import (every room may import the core): training builds its rows under
+# decode's constraints and masks, evaluation runs decode; decode knows neither
+MAY_IMPORT = {"core": set(), "decode": set(), "train": {"decode"}, "evaluate": {"decode"}}
+DOOR = "extraction.engine.api"  # the engine's public door (Extractor) sits on the core and opens onto decode
+
+
+def room_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[2] in ROOMS else "core"
+
+
+def room_breaches(graph: dict[str, set[str]]) -> list[str]:
+    breaches = []
+    for name, targets in sorted(graph.items()):
+        if not name.startswith("extraction.engine") or name == DOOR:
+            continue
+        for target in sorted(targets):
+            if target.startswith("extraction.engine.") and target != DOOR:
+                here, there = room_of(name), room_of(target)
+                if there not in {"core", here} | MAY_IMPORT[here]:
+                    breaches.append(f"{name} -> {target}")
+            elif target == DOOR:
+                if room_of(name) in {"core", "decode"}:
+                    breaches.append(f"{name} -> {target}")
+    return breaches
+
+
+def test_the_engine_rooms_import_only_downwards():
+    modules = project_files()
+    graph = import_graph(modules)
+    assert {room_of(name) for name in modules if name.startswith("extraction.engine")} == {"core", *ROOMS}
+    assert room_breaches(graph) == []
+    # negative control: decode reaching into train, and the core reaching into decode, are caught
+    planted = {
+        **graph,
+        "extraction.engine.decode.hpd": graph["extraction.engine.decode.hpd"]
+        | {"extraction.engine.train.trainer"},
+        "extraction.engine.layout": graph["extraction.engine.layout"] | {"extraction.engine.decode.hpd"},
+    }
+    assert room_breaches(planted) == [
+        "extraction.engine.decode.hpd -> extraction.engine.train.trainer",
+        "extraction.engine.layout -> extraction.engine.decode.hpd",
+    ]

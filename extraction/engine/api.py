@@ -21,10 +21,9 @@ import time
 from dataclasses import dataclass
 
 from catalog import kinds
-
-from .base_model import MODEL_DIR, is_adapter
-from .calibration import Scaling, apply_calibration
-from .layout import (
+from extraction.engine.base_model import MODEL_DIR, is_adapter
+from extraction.engine.calibration import Scaling, apply_calibration
+from extraction.engine.layout import (
     COMPOUND,
     FREE,
     NA,
@@ -35,7 +34,7 @@ from .layout import (
     schema_prompt,
     with_values_listed,
 )
-from .metric import is_na
+from extraction.engine.metric import is_na
 
 __all__ = ["AttributeSpec", "BatchStats", "Document", "Extractor", "ValueResult", "default_model_dir"]
 
@@ -156,7 +155,7 @@ def standin_texts() -> list[str]:
 def load_model(path: pathlib.Path, named: bool, device: str, dtype, attn: str, quantize: str | None):
     """The model directory at path (a full model or an adapter on its base), else, when no
     directory was named, the random stand-in -> modeling.Loaded (int8-quantized when asked)."""
-    from . import modeling
+    from extraction.engine import modeling
 
     if (path / "config.json").is_file() or is_adapter(path):
         loaded = modeling.load_dir(path, device, dtype, attn)
@@ -193,7 +192,7 @@ class Extractor:
         values (AttributeSpec.kind: an enumeration decodes one of its values, a boolean yes / no, a
         number a number with a unit, in hpd, fork and ar; pld's values that break them read "n/a");
         False: every attribute is text (the negative control)."""
-        from . import modeling
+        from extraction.engine import modeling
 
         self.device = device
         path = pathlib.Path(model_dir) if model_dir is not None else default_model_dir()
@@ -242,7 +241,7 @@ class Extractor:
     def schema(self, attributes: list[AttributeSpec]) -> SchemaPrompt:
         """The schema's prompt ids and slot constraints (cached per tuple of specs). An attribute
         whose constraint has a longest value (an enumeration) gets a gap that holds it."""
-        from .constraints import widen
+        from extraction.engine.decode.constraints import widen
 
         key = tuple(attributes)
         if key not in self._schemas:
@@ -260,7 +259,7 @@ class Extractor:
         """The constraint of attribute n (constraints.py), or None for a free value: text is a span
         when decoding is extractive (unless the attribute is free); with typed off, every attribute
         is text. An enumeration without values is text."""
-        from . import constraints, extractive
+        from extraction.engine.decode import constraints, extractive
 
         kind = a.kind if self.typed else kinds.TEXT
         if kind not in constraints.KINDS:
@@ -287,7 +286,7 @@ class Extractor:
 
     def prefix_cache(self, schema: SchemaPrompt) -> tuple[object, int]:
         """-> (cache of the shared prefix, forward passes spent now: 0 when cached)."""
-        from .hpd import prefill_prefix
+        from extraction.engine.decode.hpd import prefill_prefix
 
         key = tuple(schema.prefix_ids)
         if key in self._prefix:
@@ -296,7 +295,7 @@ class Extractor:
         return self._prefix[key], 1
 
     def check_span(self, schema: SchemaPrompt, ids: list[list[int]]) -> None:
-        from .modeling import check_servable
+        from extraction.engine.modeling import check_servable
 
         span = len(schema.prefix_ids) + max(len(d) for d in ids) + sum(len(k) for k in schema.key_ids)
         check_servable(self.model.config, span=span + sum(schema.gaps) + 1)
@@ -320,7 +319,7 @@ class Extractor:
         coarse attribute-count bucket: a catalog of many categories pays
         one probe per bucket, not per category (a probe costs about as much as decoding 50
         products with the default model on this CPU)."""
-        from . import hpd
+        from extraction.engine.decode import hpd
 
         n = len(ids)
         key = len(schema.attributes) // 8
@@ -372,13 +371,13 @@ class Extractor:
         self.check_span(schema, ids)
         order = sorted(range(len(docs)), key=lambda i: len(ids[i]))  # similar lengths share a batch
         sorted_ids = [ids[i] for i in order]
-        from .constraints import needs_document
+        from extraction.engine.decode.constraints import needs_document
 
         spans = None  # None: no constraint; a list (entries None when no rule is a span): constrained
         if any(r is not None for r in schema.rules):
             spans = [None] * len(docs)
             if needs_document(schema.rules):
-                from .extractive import doc_index
+                from extraction.engine.decode.extractive import doc_index
 
                 spans = [doc_index(self.tokenizer, docs[i].text) for i in order]
         t0 = time.perf_counter()
@@ -403,7 +402,7 @@ class Extractor:
         return out, stats
 
     def _run_hpd(self, schema, ids, decoder, stack, rows, batch, spans=None):
-        from . import hpd
+        from extraction.engine.decode import hpd
 
         names = [a.name for a in schema.attributes]
         N = len(names)
@@ -446,7 +445,7 @@ class Extractor:
         return ValueResult(finish(rule, text), conf, v.steps, v.truncated, text)
 
     def _run_ar(self, schema, ids, decoder, batch, spans=None):
-        from .ar import generate_json
+        from extraction.engine.decode.ar import generate_json
 
         lookup = PROMPT_LOOKUP_TOKENS if decoder == "pld" else None
         B = 1 if lookup else (batch or DEFAULT_BATCH)

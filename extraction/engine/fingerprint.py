@@ -19,7 +19,7 @@ import hashlib
 import json
 import pathlib
 
-from .base_model import STAMP, adapter_base, is_adapter, sha256_of
+from extraction.engine.base_model import STAMP, adapter_base, is_adapter, sha256_of
 
 VALUE_SUFFIXES = (".json", ".safetensors", ".bin", ".model", ".jinja", ".txt")
 NOT_VALUES = ("README.md",)

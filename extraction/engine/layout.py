@@ -243,7 +243,7 @@ def build_hpd_layout(
     schema: SchemaPrompt, docs: list[list[int]], with_prefix: bool = True, n_keys: list[int] | None = None
 ) -> HPDLayout:
     """Stack the documents (token ids from doc_ids) after one prefix: the one row builder of HPD
-    decoding (hpd.build_rows), the fork baseline and training (training_rows.build_row).
+    decoding (hpd.build_rows), the fork baseline and training (row_packing.build_row).
 
     with_prefix=False leaves the prefix out of memory (it lives in a shared cache) but keeps its
     length in the positions; indices in key_end then count from the first document token.

@@ -67,7 +67,7 @@ class Counts:
     @classmethod
     def summed(cls, parts: Iterable[dict]) -> Counts:
         """Several runs' counts (to_dict() or --json entries) added field by field: the counts of
-        one run over all of their products (evaluate_pool)."""
+        one run over all of their products (pool)."""
         parts = list(parts)
         return cls(**{f.name: sum(p[f.name] for p in parts) for f in fields(cls)})
 

@@ -18,7 +18,7 @@ from transformers import (
 )
 from transformers.cache_utils import DynamicLayer
 
-from .base_model import revision_of
+from extraction.engine.base_model import revision_of
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def load_dir(model_dir: pathlib.Path, device: str, dtype: torch.dtype, attn: str
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # no per-load progress bars in worker logs and CLI tables
-    from .base_model import is_adapter, merged_model
+    from extraction.engine.base_model import is_adapter, merged_model
 
     if is_adapter(model_dir):  # a LoRA artifact or training checkpoint: merged into the base here
         model, tok = merged_model(model_dir, dtype=dtype, attn=attn)
@@ -242,7 +242,7 @@ def build_tokenizer(texts: list[str], vocab_size: int = 2048) -> PreTrainedToken
     """A small byte-level BPE trained in code on texts (plus the prompt wording)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from .layout import INSTRUCTION, VALUE_END
+    from extraction.engine.layout import INSTRUCTION, VALUE_END
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

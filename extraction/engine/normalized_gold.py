@@ -19,7 +19,7 @@ from __future__ import annotations
 import pathlib
 import re
 
-from .data import Product
+from extraction.engine.data import Product
 
 # attribute -> (unit, decimals), from the normalization instructions of attribute_descriptions.csv
 NUMBERS: dict[str, tuple[str, int]] = {

@@ -23,8 +23,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .data import load_options, load_tsv, options_for
-from .normalized_gold import SUFFIX
+from extraction.engine.data import load_options, load_tsv, options_for
+from extraction.engine.normalized_gold import SUFFIX
 
 DATASETS = ("oa-mine", "ae-110k", "wdc-pave")
 # ../shared/data/ave-extra: distant-supervision labels, train only (no dev split is drawn from them:

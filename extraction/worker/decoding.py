@@ -12,7 +12,7 @@ from pathlib import Path
 from django.conf import settings
 
 from extraction import config
-from extraction.engine.stopping import Cancelled  # torch-free; the loop catches it from here
+from extraction.engine.decode.stopping import Cancelled  # torch-free; the loop catches it from here
 from extraction.worker.leases import BatchTotals, ItemOutcome
 from training.cache import local_dir, version_id_of
 
@@ -154,10 +154,10 @@ def decode_items(extractor, items: list, attributes: list, decoder: str, stack: 
     down to single products: the products that fail alone are reported failed with the error,
     every other product of the batch still gets its values (a few extra engine calls, log2 deep).
     should_stop: asked between forward steps; when it says so, the engine's Cancelled comes out
-    of here and nothing of the batch is kept (extraction.engine.stopping).
+    of here and nothing of the batch is kept (extraction.engine.decode.stopping).
     """
     from extraction.engine.api import Document
-    from extraction.engine.stopping import stop_between_forwards
+    from extraction.engine.decode.stopping import stop_between_forwards
 
     docs = [Document(key=item.product.sku, text=item.product.document) for item in items]
     totals = BatchTotals()

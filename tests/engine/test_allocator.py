@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from extraction.engine.allocator import JEMALLOC, jemalloc_command
+from extraction.engine.train.allocator import JEMALLOC, jemalloc_command
 
 PROBE = """
 import sys, torch
 if sys.argv[1] == "fix":
-    from extraction.engine.allocator import limit_fragmentation
+    from extraction.engine.train.allocator import limit_fragmentation
     assert limit_fragmentation()
 def rss_mb():
     return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20

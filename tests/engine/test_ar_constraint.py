@@ -15,9 +15,10 @@ import pytest
 import torch
 from transformers import LogitsProcessorList
 
-from extraction.engine import ar, layout
+from extraction.engine import layout
 from extraction.engine.api import Document, Extractor, model_settings
-from extraction.engine.extractive import DocIndex, doc_index
+from extraction.engine.decode import ar
+from extraction.engine.decode.extractive import DocIndex, doc_index
 from tests.support.engine_reference import ForceFormat
 from tests.support.engine_schemas import BUNDLED, CATALOG
 from tests.support.tiny_models import ATTRS, TEXTS, tiny_model

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from extraction.engine import ar, hpd, layout
-from extraction.engine.extractive import doc_index
+from extraction.engine import layout
+from extraction.engine.decode import ar, hpd
+from extraction.engine.decode.extractive import doc_index
 from tests.support.tiny_models import ATTRS, DEVICE, FAMILIES, TEXTS, tiny_model
 
 

@@ -15,7 +15,7 @@ import torch
 
 from extraction.cli import add_train_parser
 from extraction.engine import base_model
-from extraction.engine.train import run_train
+from extraction.engine.train.trainer import run_train
 from tests.support.toy_training import DOCS, write_toy_data
 
 SMOL_SHAPE = {  # SmolLM2's layout, shrunk: tied embeddings, 3 query heads per KV head, rope 1e5

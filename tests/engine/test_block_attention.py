@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from extraction.engine import block_attention, hpd, layout
+from extraction.engine import layout
+from extraction.engine.decode import block_attention, hpd
 from tests.support.tiny_models import (
     ATTRS,
     DEVICE,

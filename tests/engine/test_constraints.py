@@ -9,10 +9,11 @@ import random
 import pytest
 import torch
 
-from extraction.engine import ar, constraints, hpd, layout
+from extraction.engine import layout
 from extraction.engine.api import AttributeSpec, Extractor
-from extraction.engine.extractive import TokenTable, doc_index
-from extraction.engine.token_masks import (
+from extraction.engine.decode import ar, constraints, hpd
+from extraction.engine.decode.extractive import TokenTable, doc_index
+from extraction.engine.decode.token_masks import (
     allowed_mask,
     constrain,
     masked_choice,

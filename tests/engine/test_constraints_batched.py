@@ -12,10 +12,11 @@ import random
 import pytest
 import torch
 
-from extraction.engine import ar, constraints, data, hpd, layout
-from extraction.engine.batched_constraints import BatchedConstraint
-from extraction.engine.extractive import COMPOUND, FREE, WORD, TokenTable, doc_index
-from extraction.engine.token_masks import allowed_mask
+from extraction.engine import data, layout
+from extraction.engine.decode import ar, constraints, hpd
+from extraction.engine.decode.batched_constraints import BatchedConstraint
+from extraction.engine.decode.extractive import COMPOUND, FREE, WORD, TokenTable, doc_index
+from extraction.engine.decode.token_masks import allowed_mask
 from tests.support.engine_schemas import COLORS, DOCS, SLEEVES, TYPED
 from tests.support.reference_hooks import ReferenceConstrained, ReferenceProcessor
 from tests.support.tiny_models import TEXTS

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from extraction.engine import hpd, layout, masks
+from extraction.engine import layout
+from extraction.engine.decode import hpd, masks
 from tests.support.tiny_models import (
     DEVICE,
     FAMILIES,

@@ -3,7 +3,7 @@ issue 17's bars (4x AR-JSON, 4x prompt lookup, 1.5x fork), BELOW when it misses.
 
 from __future__ import annotations
 
-from extraction.engine.evaluate_tables import write_speed_bars
+from extraction.engine.evaluate.report import write_speed_bars
 
 
 def ratio(median: float) -> dict:

@@ -8,8 +8,9 @@ from dataclasses import replace
 import torch
 from transformers import LogitsProcessorList
 
-from extraction.engine import ar, hpd, layout
-from extraction.engine.extractive import (
+from extraction.engine import layout
+from extraction.engine.decode import ar, hpd
+from extraction.engine.decode.extractive import (
     COMPOUND,
     FREE,
     WORD,

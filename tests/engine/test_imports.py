@@ -20,8 +20,8 @@ def run(code: str) -> subprocess.CompletedProcess:
 
 def test_it_imports_the_engine_without_django():
     code = (
-        "import sys, extraction.engine.api, extraction.engine.hpd, extraction.engine.ar, "
-        "extraction.engine.evaluate\n"
+        "import sys, extraction.engine.api, extraction.engine.decode.hpd, extraction.engine.decode.ar, "
+        "extraction.engine.evaluate.command\n"
         "assert not any(m == 'django' or m.startswith('django.') for m in sys.modules), 'django imported'\n"
     )
     res = run(code)

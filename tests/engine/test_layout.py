@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from extraction.engine import layout, masks, modeling
-from extraction.engine.training_corpus import Example
-from extraction.engine.training_rows import build_row
+from extraction.engine import layout, modeling
+from extraction.engine.decode import masks
+from extraction.engine.train.corpus import Example
+from extraction.engine.train.row_packing import build_row
 from tests.support.tiny_models import ATTRS, TEXTS, tiny_model
 
 

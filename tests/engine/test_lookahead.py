@@ -8,10 +8,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from extraction.engine import hpd, layout, lookahead
+from extraction.engine import layout
 from extraction.engine.api import Extractor, model_settings
-from extraction.engine.extractive import doc_index
-from extraction.engine.lookahead import Lookahead, copies_per_slot, propose
+from extraction.engine.decode import hpd, lookahead
+from extraction.engine.decode.extractive import doc_index
+from extraction.engine.decode.lookahead import Lookahead, copies_per_slot, propose
 from tests.support.engine_schemas import BUNDLED, CATALOG
 from tests.support.tiny_models import assert_same
 

@@ -70,7 +70,7 @@ def test_evaluate_scores_normalized_gold_and_reports_the_extracted_f1(model_dir,
 
 def test_a_number_in_the_gold_unit_scores_against_normalized_gold_and_its_text_against_extracted(tmp_path):
     from extraction.engine.api import ValueResult
-    from extraction.engine.evaluate_runs import Run, score_normalized, with_gold
+    from extraction.engine.evaluate.decoder_runs import Run, score_normalized, with_gold
 
     write_set(tmp_path)
     products = data.load(tmp_path / "train_normalized.jsonl")

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from extraction.cli import main
-from extraction.engine import precision
+from extraction.engine.evaluate import precision
 from tests.support.tiny_models import TEXTS
 
 ROWS = [

@@ -9,8 +9,8 @@ import pytest
 from transformers import AutoConfig
 
 from extraction.engine.api import Document, Extractor
+from extraction.engine.evaluate.random_models import SHAPES, write_random_model
 from extraction.engine.layout import AttributeSpec
-from extraction.engine.random_models import SHAPES, write_random_model
 from tests.support.tiny_models import TEXTS
 
 SMALL = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4}

@@ -4,7 +4,7 @@ holds it for the same attribute."""
 import json
 
 from extraction.engine import data as ave
-from extraction.engine import seen_values
+from extraction.engine.evaluate import seen_values
 from extraction.engine.splits import SPLITS_DIR
 
 

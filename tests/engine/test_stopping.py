@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from extraction.engine.api import AttributeSpec, Document, Extractor
-from extraction.engine.stopping import Cancelled, stop_between_forwards
+from extraction.engine.decode.stopping import Cancelled, stop_between_forwards
 from tests.support.tiny_models import TEXTS
 
 DOCS = [Document(f"sku-{i}", text) for i, text in enumerate(TEXTS)]

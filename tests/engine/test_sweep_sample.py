@@ -1,10 +1,10 @@
 """The settings sweep decodes whole chunks of the main run, so that the batch sizes it compares
-differ on it (evaluate_runs.sweep_sample)."""
+differ on it (decoder_runs.sweep_sample)."""
 
 from collections import Counter
 
 from extraction.engine.data import Product
-from extraction.engine.evaluate_runs import sweep_sample
+from extraction.engine.evaluate.decoder_runs import sweep_sample
 
 
 def catalog(categories: int, per_category: int) -> list[Product]:

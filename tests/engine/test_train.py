@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from extraction.cli import add_train_parser
-from extraction.engine import augment, hpd, masks
-from extraction.engine.extractive import COMPOUND, FREE, WORD
+from extraction.engine.decode import hpd, masks
+from extraction.engine.decode.extractive import COMPOUND, FREE, WORD
 from extraction.engine.layout import (
     AttributeSpec,
     ar_target,
@@ -23,11 +23,12 @@ from extraction.engine.layout import (
     value_ids,
 )
 from extraction.engine.modeling import expand_cache, forward_hidden, logprobs
-from extraction.engine.train import run_train
-from extraction.engine.training_corpus import Example, load_corpus
-from extraction.engine.training_losses import training_logits
-from extraction.engine.training_model import new_model
-from extraction.engine.training_rows import RowConfig, RowSampler, build_row, collate
+from extraction.engine.train import augment
+from extraction.engine.train.corpus import Example, load_corpus
+from extraction.engine.train.losses import training_logits
+from extraction.engine.train.row_packing import RowConfig, RowSampler, build_row, collate
+from extraction.engine.train.starting_model import new_model
+from extraction.engine.train.trainer import run_train
 from tests.support.engine_reference import allowed_tokens
 from tests.support.toy_training import DOCS, GOLD, NAMES, toy_tokenizer, write_toy_data
 
@@ -337,7 +338,7 @@ def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
 
 
 def test_boundary_attributes_are_those_whose_training_values_end_or_start_on_one():
-    from extraction.engine.training_corpus import Corpus, boundary_attributes, on_boundary
+    from extraction.engine.train.corpus import Corpus, boundary_attributes, on_boundary
 
     assert on_boundary("Mens Loafer", "Men") is False
     assert on_boundary("Mens Loafer, Men", "Men") is True  # one occurrence at a word end is enough
@@ -382,7 +383,7 @@ def local_base(tmp_path, family: str, **size):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     from extraction.engine.modeling import random_model
-    from extraction.engine.tokenizer_train import wrap
+    from extraction.engine.train.copy_tokenizer import wrap
 
     raw = Tokenizer(models.BPE())
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -482,7 +483,7 @@ def test_rows_carry_only_judged_keys_and_keep_thins_a_data_set(tmp_path, tokeniz
 
 
 def test_choices_are_what_extractive_decoding_allows_at_each_value_token(tokenizer):
-    from extraction.engine import extractive
+    from extraction.engine.decode import extractive
     from extraction.engine.layout import build_hpd_layout
 
     specs = [AttributeSpec(n, max_tokens=16) for n in NAMES]
@@ -519,8 +520,8 @@ def test_choices_are_what_extractive_decoding_allows_at_each_value_token(tokeniz
 
 
 def test_extractive_loss_is_cross_entropy_under_the_decoders_renormalization(tokenizer):
-    from extraction.engine import extractive
-    from extraction.engine.training_losses import extractive_loss
+    from extraction.engine.decode import extractive
+    from extraction.engine.train.losses import extractive_loss
 
     model = tiny_model(tokenizer)
     specs = [AttributeSpec(n, max_tokens=16) for n in NAMES]
@@ -576,9 +577,9 @@ def test_batches_group_rows_of_similar_length_and_keep_every_row(tmp_path, token
 def test_loop_hooks_hear_each_step_stop_between_steps_and_resume_where_a_checkpoint_left_off(
     tmp_path, tokenizer
 ):
-    """What the product's training job relies on (engine/fine_tune.py): a loss per step, a stop
+    """What the product's training job relies on (engine/train/fine_tune.py): a loss per step, a stop
     between steps, and a resumed loop that counts on from its checkpoint's step and seconds."""
-    from extraction.engine.train import LoopHooks, TrainConfig, train_loop
+    from extraction.engine.train.trainer import LoopHooks, TrainConfig, train_loop
 
     corpus = load_corpus(write_toy_data(tmp_path), tmp_path / "splits")
     sampler = RowSampler(corpus, tokenizer, RowConfig(row_tokens=300), None, 0)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from extraction.engine import augment as aug
 from extraction.engine.splits import IMPLICIT, load_split, resolve_data_dirs
-from extraction.engine.training_corpus import load_corpus, verbatim_share
-from extraction.engine.training_rows import RowConfig, RowSampler
+from extraction.engine.train import augment as aug
+from extraction.engine.train.corpus import load_corpus, verbatim_share
+from extraction.engine.train.row_packing import RowConfig, RowSampler
 from tests.support.toy_training import HEADER, ROWS, toy_tokenizer, write_toy_data
 
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from extraction.engine.layout import NA, value_ids
-from extraction.engine.tokenizer_train import build_tokenizer
-from extraction.engine.training_corpus import Corpus, Example, load_corpus, to_example
-from extraction.engine.training_losses import extractive_loss, weighted_mean
-from extraction.engine.training_rows import IGNORE, RowConfig, RowSampler, collate
+from extraction.engine.train.copy_tokenizer import build_tokenizer
+from extraction.engine.train.corpus import Corpus, Example, load_corpus, to_example
+from extraction.engine.train.losses import extractive_loss, weighted_mean
+from extraction.engine.train.row_packing import IGNORE, RowConfig, RowSampler, collate
 
 TITLES = [
     "Crocs Women's Jayna Ballet Flat, Nautical Navy, 4 M US",
@@ -170,9 +170,9 @@ SLEEVES = ["Short Sleeve", "Long Sleeve", "Sleeveless", "Cap Sleeve"]
 
 
 def test_enumeration_values_train_under_the_trie_they_decode_under(tokenizer):
-    from extraction.engine.constraints import choice_rule
+    from extraction.engine.decode.constraints import choice_rule
     from extraction.engine.layout import AttributeSpec, schema_prompt
-    from extraction.engine.training_rows import build_row
+    from extraction.engine.train.row_packing import build_row
 
     options = {"Sleeve Style": SLEEVES}
     implied = Example(

@@ -57,7 +57,7 @@ def test_dashboard_f1_equals_the_engine_metric_over_the_exported_ave_gold(client
     predictions = {f"{catalog.name}/{p.sku}": {} for p in products}
     for (product, attribute), (text, _) in values.items():
         predictions[f"{catalog.name}/{product.sku}"][attribute.name] = text
-    report = Report()  # the loop of extraction.engine.evaluate.run_once
+    report = Report()  # the loop of extraction.engine.evaluate.command.run_once
     for p in gold_products:
         for attr, gold in p.gold.items():
             report.add(p.category, attr, predictions[p.key].get(attr), gold)

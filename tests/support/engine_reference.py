@@ -7,8 +7,8 @@ build in tensors; these spell the same one step at a time, so a test can say wha
 import torch
 from transformers import LogitsProcessor
 
-from extraction.engine.extractive import FREE, WORD, DocIndex, SpanState
-from extraction.engine.token_masks import allowed_mask
+from extraction.engine.decode.extractive import FREE, WORD, DocIndex, SpanState
+from extraction.engine.decode.token_masks import allowed_mask
 
 
 def allowed_tokens(

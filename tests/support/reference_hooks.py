@@ -8,12 +8,12 @@ from __future__ import annotations
 import torch
 from transformers import LogitsProcessor
 
-from extraction.engine import constraints
-from extraction.engine import extractive as span
-from extraction.engine.ar import scaffold
-from extraction.engine.hpd import Greedy, Rows
+from extraction.engine.decode import constraints
+from extraction.engine.decode import extractive as span
+from extraction.engine.decode.ar import scaffold
+from extraction.engine.decode.hpd import Greedy, Rows
+from extraction.engine.decode.token_masks import allowed_mask, masked_choice
 from extraction.engine.layout import SchemaPrompt
-from extraction.engine.token_masks import allowed_mask, masked_choice
 from tests.support.engine_reference import allowed_pairs
 
 

@@ -10,8 +10,9 @@ from collections import Counter
 import pytest
 import torch
 
-from extraction.engine import hpd, layout, masks, modeling
-from extraction.engine.token_masks import constrain
+from extraction.engine import layout, modeling
+from extraction.engine.decode import hpd, masks
+from extraction.engine.decode.token_masks import constrain
 
 # where the tiny models run: cpu here; scripts/gpu_check.sh runs the exactness tests with cuda
 DEVICE = os.environ.get("SLOTWISE_TEST_DEVICE", "cpu")

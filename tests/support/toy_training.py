@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from extraction.engine.tokenizer_train import build_tokenizer
+from extraction.engine.train.copy_tokenizer import build_tokenizer
 
 DOCS = [
     "Ellie Shoes Women's 8400, Red Patent, 14 M US",

@@ -27,7 +27,7 @@ def decode(
     """{product id: {attribute: normalized value}} for the products under their category's current
     schema, decoded by the model in model_dir (loaded here, dropped after)."""
     from extraction.engine.api import Document, Extractor
-    from extraction.engine.stopping import stop_between_forwards
+    from extraction.engine.decode.stopping import stop_between_forwards
 
     extractor = Extractor(model_dir=model_dir, device=device)
     by_schema: dict[int, list[Product]] = defaultdict(list)

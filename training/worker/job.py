@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from catalog.models import Product
-from extraction.engine.stopping import Cancelled  # torch-free: the evaluation's decoding stops with it
+from extraction.engine.decode.stopping import Cancelled  # torch-free: the evaluation's decoding stops with it
 from extraction.worker.decoding import engine_model_dir
 from training import cache, gold
 from training.archive import pack, sha256_hex, unpack
@@ -185,8 +185,8 @@ def fail(job_id: int, owner: str, error: str) -> None:
 
 
 def train_and_register(job: TrainingJob, owner: str, scratch: Path) -> None:
-    from extraction.engine.fine_tune import FineTune, fine_tune
-    from extraction.engine.train import LoopHooks
+    from extraction.engine.train.fine_tune import FineTune, fine_tune
+    from extraction.engine.train.trainer import LoopHooks
 
     origin, old_dir = start_dir(job, scratch)
     held = set(job.held_back)

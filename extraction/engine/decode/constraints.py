@@ -4,7 +4,7 @@ Catalog attributes are typed (text, enumeration, boolean, number with unit). A r
 attribute of a schema (built once per schema and tokenizer, SchemaPrompt.rules); rule.start(index,
 end) gives the state of one value being decoded, whose value ends with token ``end`` (the
 terminator; in AR-JSON without it, the next key's first token). The states are the readable spec
-(training_rows and the tests walk them); the decoders (hpd.Constrained, ar.ExtractiveProcessor) run
+(row_packing and the tests walk them); the decoders (hpd.Constrained, ar.ExtractiveProcessor) run
 the same rules batched (batched_constraints.BatchedConstraint: every slot of a batch in tensors,
 tested equal to these states step for step). A state's interface:
 
@@ -40,11 +40,12 @@ import re
 import torch
 
 from catalog.kinds import KINDS as KINDS  # what a slot may be constrained to (api.slot_rule checks it)
-
-from ..normalize import BOOLEAN_VALUES as BOOLEAN_VALUES  # a boolean slot's values, as normalize writes them
-from ..normalize import known_units, normalize_number
-from .extractive import DocIndex, SpanState, TokenTable
-from .layout import FREE, NA, WORD, SchemaPrompt, Tokenizer, value_ids
+from extraction.engine.decode.extractive import DocIndex, SpanState, TokenTable
+from extraction.engine.layout import FREE, NA, WORD, SchemaPrompt, Tokenizer, value_ids
+from extraction.normalize import (
+    BOOLEAN_VALUES as BOOLEAN_VALUES,  # a boolean slot's values, as normalize writes them
+)
+from extraction.normalize import known_units, normalize_number
 
 
 class FreeState:

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-from .layout import PAD
+from extraction.engine.layout import PAD
 
 BLOCKS = "slotwise_blocks"
 PLAN_KWARG = "slotwise_plan"

@@ -19,11 +19,19 @@ import pathlib
 import statistics
 from dataclasses import dataclass
 
-from . import data as ave
-from .api import Extractor, default_model_dir
-from .budgets import model_budgets
-from .evaluate_runs import Interleaved, Run, add_result, chunks, finish, groups, spread
-from .evaluate_tables import table, write
+from extraction.engine import data as ave
+from extraction.engine.api import Extractor, default_model_dir
+from extraction.engine.budgets import model_budgets
+from extraction.engine.evaluate.decoder_runs import (
+    Interleaved,
+    Run,
+    add_result,
+    chunks,
+    finish,
+    groups,
+    spread,
+)
+from extraction.engine.evaluate.report import table, write
 
 # name -> Extractor arguments (compile: modeling.compile_layers, each decoder layer's MLP and norms
 # compiled with dynamic shapes; *-free: no slot constraint, what the constraint costs, interleaved like the rest)
@@ -48,7 +56,7 @@ class Bench:
 
 
 def load(name: str, model_dir) -> Extractor:
-    from .modeling import compile_layers
+    from extraction.engine.modeling import compile_layers
 
     kw = dict(PRECISIONS[name])
     compiled = kw.pop("compile", False)

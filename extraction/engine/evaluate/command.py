@@ -20,11 +20,11 @@ import pathlib
 import sys
 from dataclasses import dataclass
 
-from . import data as ave
-from .api import Extractor, default_model_dir
-from .budgets import model_budgets
-from .evaluate_calibration import calibration_inputs, write_calibration
-from .evaluate_runs import (
+from extraction.engine import data as ave
+from extraction.engine.api import Extractor, default_model_dir
+from extraction.engine.budgets import model_budgets
+from extraction.engine.evaluate.calibration_fit import calibration_inputs, write_calibration
+from extraction.engine.evaluate.decoder_runs import (
     Inputs,
     Interleaved,
     Run,
@@ -38,7 +38,7 @@ from .evaluate_runs import (
     settings_for,
     sweep_sample,
 )
-from .evaluate_tables import (
+from extraction.engine.evaluate.report import (
     best_table,
     normalized_table,
     quality_table,
@@ -66,7 +66,7 @@ class Outcome:
 
     best: dict[str, Run]
     timing: Interleaved
-    results: dict[str, dict]  # decoder -> summary (evaluate_tables.summary) with its speed figures
+    results: dict[str, dict]  # decoder -> summary (report.summary) with its speed figures
     sweep: list[list[str]]  # the sweep table, header first
     load_start: tuple[float, float, float]
     load_end: tuple[float, float, float]

@@ -30,11 +30,9 @@ from dataclasses import dataclass, field
 import torch
 
 from catalog.kinds import ENUM
-
-from . import augment as aug
-from . import extractive as span
-from .constraints import choice_rule
-from .layout import (
+from extraction.engine.decode import extractive as span
+from extraction.engine.decode.constraints import choice_rule
+from extraction.engine.layout import (
     NA,
     AttributeSpec,
     ar_target,
@@ -44,8 +42,9 @@ from .layout import (
     value_ids,
     with_values_listed,
 )
-from .splits import IMPLICIT
-from .training_corpus import Corpus, Example, to_example
+from extraction.engine.splits import IMPLICIT
+from extraction.engine.train import augment as aug
+from extraction.engine.train.corpus import Corpus, Example, to_example
 
 IGNORE = -100  # label of a token without loss (PyTorch cross_entropy's ignore_index)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from .layout import PROMPT_DOC, PROMPT_SLOT
+from extraction.engine.layout import PROMPT_DOC, PROMPT_SLOT
 
 
 def allowed(

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import torch
 
-from . import masks
-from .layout import PAD, PROMPT_DOC
-from .modeling import expand_cache, forward_hidden
+from extraction.engine.decode import masks
+from extraction.engine.layout import PAD, PROMPT_DOC
+from extraction.engine.modeling import expand_cache, forward_hidden
 
 
 class DenseRows:

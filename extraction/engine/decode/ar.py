@@ -8,12 +8,19 @@ from dataclasses import dataclass
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
-from . import constraints
-from . import extractive as span
-from .batched_constraints import BatchedConstraint
-from .layout import NA, SchemaPrompt, _quote, ar_max_new_tokens, build_ar_prompt, parse_ar_json
-from .modeling import expand_cache
-from .token_masks import masked_choice
+from extraction.engine.decode import constraints
+from extraction.engine.decode import extractive as span
+from extraction.engine.decode.batched_constraints import BatchedConstraint
+from extraction.engine.decode.token_masks import masked_choice
+from extraction.engine.layout import (
+    NA,
+    SchemaPrompt,
+    _quote,
+    ar_max_new_tokens,
+    build_ar_prompt,
+    parse_ar_json,
+)
+from extraction.engine.modeling import expand_cache
 
 
 @dataclass

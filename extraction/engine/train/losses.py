@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .masks import hpd_mask
-from .training_rows import IGNORE
+from extraction.engine.decode.masks import hpd_mask
+from extraction.engine.train.row_packing import IGNORE
 
 log = logging.getLogger("extraction.train")
 

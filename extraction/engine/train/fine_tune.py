@@ -19,12 +19,12 @@ import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import augment as aug
-from .base_model import ADAPTER_CONFIG, ADAPTER_WEIGHTS, REPO_ROOT, adapted_model
-from .splits import Split, document_key, load_split
-from .train import LoopHooks, TrainConfig, train_loop
-from .training_corpus import corpus_of
-from .training_rows import RowConfig, RowSampler
+from extraction.engine.base_model import ADAPTER_CONFIG, ADAPTER_WEIGHTS, REPO_ROOT, adapted_model
+from extraction.engine.splits import Split, document_key, load_split
+from extraction.engine.train import augment as aug
+from extraction.engine.train.corpus import corpus_of
+from extraction.engine.train.row_packing import RowConfig, RowSampler
+from extraction.engine.train.trainer import LoopHooks, TrainConfig, train_loop
 
 log = logging.getLogger("extraction.train")
 
@@ -118,7 +118,7 @@ def autocast_for(device: str) -> str:
     """bf16 autocast where bfloat16 is computed in hardware (CUDA, AVX-512 BF16 or AMX CPUs); plain
     float32 elsewhere, where oneDNN emulates bfloat16 several times slower (the shipped model's later
     stages trained with --autocast none on this AVX2 host for that reason)."""
-    from .modeling import native_cpu_bfloat16
+    from extraction.engine.modeling import native_cpu_bfloat16
 
     return "bf16" if device.startswith("cuda") or native_cpu_bfloat16() else "none"
 

@@ -27,13 +27,13 @@ from pathlib import Path
 
 import torch
 
-from . import augment as aug
-from .allocator import limit_fragmentation
-from .modeling import check_servable
-from .training_corpus import Corpus, focus_subset, load_corpus, model_settings
-from .training_losses import LossLog, step_losses, total_loss
-from .training_model import training_model
-from .training_rows import Row, RowConfig, RowSampler, collate
+from extraction.engine.modeling import check_servable
+from extraction.engine.train import augment as aug
+from extraction.engine.train.allocator import limit_fragmentation
+from extraction.engine.train.corpus import Corpus, focus_subset, load_corpus, model_settings
+from extraction.engine.train.losses import LossLog, step_losses, total_loss
+from extraction.engine.train.row_packing import Row, RowConfig, RowSampler, collate
+from extraction.engine.train.starting_model import starting_model
 
 log = logging.getLogger("extraction.train")
 
@@ -59,7 +59,7 @@ class TrainConfig:
 
 @dataclass
 class LoopHooks:
-    """What a caller of train_loop may add (the product's training job, engine/fine_tune.py): carry
+    """What a caller of train_loop may add (the product's training job, engine/train/fine_tune.py): carry
     on where a checkpoint left off (its step and the training seconds already spent, so the schedule
     and the time cap go on from there), hear of every step, and stop between steps."""
 
@@ -298,7 +298,7 @@ def run_train(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     corpus = load_corpus(args.data, Path(args.splits_dir))
     log_corpus(corpus)
-    model, tokenizer, lr = training_model(args, corpus)
+    model, tokenizer, lr = starting_model(args, corpus)
     model.to(args.device)
     n_params, n_trainable = log_model(model)
     formats, p_hpd = formats_of(args)

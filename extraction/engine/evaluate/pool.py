@@ -10,7 +10,7 @@ all of them alike.
 What is pooled:
 - quality: the outcome counts of every category summed (metric.Counts), so micro P / R / F1 and the
   n/a figures are those of one run over every product;
-- speed: every chunk of every file (evaluate_runs.Interleaved): a decoder's products/s is the median
+- speed: every chunk of every file (decoder_runs.Interleaved): a decoder's products/s is the median
   over them, HPD's speedup over another decoder the median and min-max of its per-chunk ratios.
 
 Files that cannot be pooled are refused with the reason: another model or decoding mode, other
@@ -24,10 +24,10 @@ import json
 import pathlib
 import sys
 
-from .evaluate_runs import Interleaved
-from .evaluate_tables import fmt, ratio_summary, table, write, write_json, write_speed_bars
-from .metric import Counts
-from .seen_values import SeenSplit
+from extraction.engine.evaluate.decoder_runs import Interleaved
+from extraction.engine.evaluate.report import fmt, ratio_summary, table, write, write_json, write_speed_bars
+from extraction.engine.evaluate.seen_values import SeenSplit
+from extraction.engine.metric import Counts
 
 SAME = ("model_revision", "extractive", "typed", "gold")  # what every pooled file must share
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import torch
 
-from .constraints import LEAD, ChoiceRule, NumberRule, SpanRule
-from .extractive import DocIndex, TokenTable
-from .layout import COMPOUND, FREE, WORD
+from extraction.engine.decode.constraints import LEAD, ChoiceRule, NumberRule, SpanRule
+from extraction.engine.decode.extractive import DocIndex, TokenTable
+from extraction.engine.layout import COMPOUND, FREE, WORD
 
 SPAN, AUTO, OPEN = 0, 1, 2
 STRIDE = 1 << 24  # automaton key = state * STRIDE + token (vocabularies stay under 16M tokens)

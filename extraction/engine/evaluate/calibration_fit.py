@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import pathlib
 
-from . import calibration
-from .api import model_settings
-from .evaluate_runs import Run, UsageError
-from .evaluate_tables import write
+from extraction.engine import calibration
+from extraction.engine.api import model_settings
+from extraction.engine.evaluate.decoder_runs import Run, UsageError
+from extraction.engine.evaluate.report import write
 
 
 def calibration_inputs(args, ex) -> tuple[bool, list[dict]]:

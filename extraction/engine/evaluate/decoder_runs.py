@@ -10,11 +10,10 @@ import threading
 from dataclasses import dataclass, field, replace
 
 from catalog.kinds import ENUM, NUMBER
-
-from . import data as ave
-from . import normalized_gold as ng
-from .api import LAYOUT_CANDIDATES, AttributeSpec, Document, Extractor
-from .metric import Report, is_na
+from extraction.engine import data as ave
+from extraction.engine import normalized_gold as ng
+from extraction.engine.api import LAYOUT_CANDIDATES, AttributeSpec, Document, Extractor
+from extraction.engine.metric import Report, is_na
 
 SWEEPS = {
     "ar": [1, 4, 16, 64],

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import torch
 
-from .base_model import adapted_model, is_adapter
-from .tokenizer_train import build_tokenizer
-from .training_corpus import Corpus, tokenizer_texts
+from extraction.engine.base_model import adapted_model, is_adapter
+from extraction.engine.train.copy_tokenizer import build_tokenizer
+from extraction.engine.train.corpus import Corpus, tokenizer_texts
 
 log = logging.getLogger("extraction.train")
 
@@ -73,9 +73,9 @@ def load_base(base: str, device: str, add_value_end: bool = True):
     HPD slot 0 and AR value 0, which see the same context, are trained on the same target."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from .base_model import resize_embeddings
-    from .layout import VALUE_END
-    from .modeling import check_servable
+    from extraction.engine.base_model import resize_embeddings
+    from extraction.engine.layout import VALUE_END
+    from extraction.engine.modeling import check_servable
 
     tokenizer = AutoTokenizer.from_pretrained(base)
     if tokenizer.eos_token_id is None:
@@ -93,7 +93,7 @@ def load_base(base: str, device: str, add_value_end: bool = True):
     return model, tokenizer
 
 
-def training_model(args, corpus: Corpus):
+def starting_model(args, corpus: Corpus):
     """(model, tokenizer, peak learning rate) for the train command's arguments: --base an
     adapter directory, --base a causal LM (LoRA with --lora), else a new model of --size with a
     tokenizer trained on the corpus."""

@@ -28,8 +28,12 @@ keeps the end offsets of the occurrences of its value so far, so a step only wal
 
 from __future__ import annotations
 
-from .layout import COMPOUND, FREE, WORD  # the boundary rules (tests and callers import them here too)
-from .token_masks import allowed_mask, constrain  # noqa: F401 - callers import them here too
+from extraction.engine.decode.token_masks import allowed_mask, constrain  # noqa: F401 - callers import them here too
+from extraction.engine.layout import (  # the boundary rules (tests and callers import them here too)
+    COMPOUND,
+    FREE,
+    WORD,
+)
 
 
 def _byte_decoder() -> dict[str, int]:

@@ -8,9 +8,10 @@ import pathlib
 import statistics
 import sys
 
-from . import calibration, seen_values
-from . import data as ave
-from .evaluate_runs import Run, setting_text
+from extraction.engine import calibration
+from extraction.engine import data as ave
+from extraction.engine.evaluate import seen_values
+from extraction.engine.evaluate.decoder_runs import Run, setting_text
 
 # issue 17: HPD at least this many times as fast as each baseline (the median of the per-chunk
 # ratios of one interleaved run, every decoder at its best settings, the same products)

@@ -8,11 +8,10 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import augment as aug
-from . import extractive as span
-from .data import product_text
-from .layout import NA, AttributeSpec, doc_text, key_text, prefix_text, value_ids
-from .splits import (
+from extraction.engine.data import product_text
+from extraction.engine.decode import extractive as span
+from extraction.engine.layout import NA, AttributeSpec, doc_text, key_text, prefix_text, value_ids
+from extraction.engine.splits import (
     ABSENT_WHEN_UNTAGGED,
     IMPLICIT,
     OPTIONS,
@@ -21,6 +20,7 @@ from .splits import (
     load_split,
     resolve_data_dirs,
 )
+from extraction.engine.train import augment as aug
 
 EXTRACTIVE_SHARE = 0.95  # values verbatim in their document from which a model decodes extractively
 # an attribute gets a boundary rule (word / compound ends, compound starts) only when nearly all its
@@ -29,7 +29,7 @@ EXTRACTIVE_SHARE = 0.95  # values verbatim in their document from which a model 
 BOUNDARY_SHARE = 0.99
 BOUNDARY_MIN_VALUES = 20  # fewer values: no rule (a few values prove little)
 # The default_budget a trained model carries (for attributes its training never saw): 16 is
-# training_rows.RowConfig's min_gap 4 + gap_extra 12, the widest gap a short value meets in
+# row_packing.RowConfig's min_gap 4 + gap_extra 12, the widest gap a short value meets in
 # training. Kept apart from domain.DEFAULT_TOKEN_BUDGET (12: when neither schema nor model gives one)
 # because the shipped models' slotwise.json carry 16 and retraining should reproduce them.
 TRAINED_DEFAULT_BUDGET = 16
@@ -88,7 +88,7 @@ def load_corpus(data: list[str], splits_dir: Path = SPLITS_DIR, write_splits: bo
 
 def corpus_of(splits: list) -> Corpus:
     """The corpus of these splits (splits.Split: a data set's train and dev records), grouped by
-    (data set, category); a catalog's reviewed gold joins as a split of its own (engine/fine_tune.py)."""
+    (data set, category); a catalog's reviewed gold joins as a split of its own (engine/train/fine_tune.py)."""
     corpus = Corpus()
     # no dev document enters training through another data set (the distant sets were built
     # disjoint from every dev title; this keeps that true whatever is named together)

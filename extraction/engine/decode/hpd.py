@@ -29,16 +29,16 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import constraints, masks
-from . import extractive as span
-from . import lookahead as drafting
-from .batched_constraints import BatchedConstraint
-from .block_attention import BlockRows, NotDispatched
-from .dense_attention import DenseRows
-from .layout import PAD, SchemaPrompt, build_hpd_layout
-from .lookahead import Lookahead
-from .modeling import forward_hidden, logits, new_cache
-from .token_masks import greedy_log_softmax, masked_choice
+from extraction.engine.decode import constraints, masks
+from extraction.engine.decode import extractive as span
+from extraction.engine.decode import lookahead as drafting
+from extraction.engine.decode.batched_constraints import BatchedConstraint
+from extraction.engine.decode.block_attention import BlockRows, NotDispatched
+from extraction.engine.decode.dense_attention import DenseRows
+from extraction.engine.decode.lookahead import Lookahead
+from extraction.engine.decode.token_masks import greedy_log_softmax, masked_choice
+from extraction.engine.layout import PAD, SchemaPrompt, build_hpd_layout
+from extraction.engine.modeling import forward_hidden, logits, new_cache
 
 
 @dataclass

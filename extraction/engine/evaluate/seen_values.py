@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .metric import is_na, outcome
-from .splits import DATASETS, DEFAULT_DATA, SPLITS_DIR, load_split
+from extraction.engine.metric import is_na, outcome
+from extraction.engine.splits import DATASETS, DEFAULT_DATA, SPLITS_DIR, load_split
 
 
 def training_dir_for(data_path: str | Path, ave_root: Path = DEFAULT_DATA) -> Path | None:
