@@ -173,3 +173,37 @@ class TrainingJob(models.Model):
         by_time = self.train_seconds / self.budget_seconds if self.budget_seconds else 0
         by_steps = self.step / self.max_steps if self.max_steps else 0
         return min(100, int(100 * max(by_time, by_steps)))
+
+
+class LearningCurvePoint(models.Model):
+    """One point of a learning curve (`manage.py learning_curve`): an AVE file imported as a catalog,
+    N of its products reviewed in one order, a training job on them, and the old and the new
+    version's F1 on the products nobody reviewed. The catalog's model page draws the points of its
+    file, both orders, as a curve."""
+
+    class Order(models.TextChoices):
+        USEFUL = "useful", "Most useful first"
+        RANDOM = "random", "Random"
+
+    catalog = models.OneToOneField(Catalog, related_name="learning_curve_point", on_delete=models.CASCADE)
+    data_name = models.CharField(max_length=300, help_text="The AVE file, as folder/name.")
+    order = models.CharField(max_length=10, choices=Order.choices)
+    seed = models.IntegerField(default=0)
+    n_reviewed = models.PositiveIntegerField()
+    n_remaining = models.PositiveIntegerField()
+    f1_before = models.FloatField()
+    f1_after = models.FloatField()
+    interval_before = models.JSONField(null=True, blank=True)  # [low, high], bootstrap 95% over products
+    interval_after = models.JSONField(null=True, blank=True)
+    job = models.ForeignKey(TrainingJob, null=True, on_delete=models.SET_NULL, related_name="+")
+    job_minutes = models.FloatField(help_text="The training job from start to end (training and its proof).")
+    minutes = models.FloatField(help_text="The whole point: import, decode, review, job, scoring.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["data_name", "order", "n_reviewed", "id"]
+
+    def __str__(self):
+        return (
+            f"{self.data_name} {self.order} N={self.n_reviewed}: {self.f1_before:.3f} -> {self.f1_after:.3f}"
+        )

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.roles import ADMIN, role_required
 from catalog.models import Catalog
 from training import gold
+from training.curve import curve_chart, curve_points
 from training.forms import JobForm
 from training.models import ModelVersion, Promotion, TrainingJob
 from training.services import JobRefused, JobRequest, do_cancel_job, start_training_job
@@ -37,9 +38,12 @@ def _improve_context(catalog: Catalog, form: JobForm) -> dict:
     versions = (
         catalog.model_versions.select_related("parent").defer("archive", "parent__archive").order_by("-id")
     )
+    points = curve_points(catalog)
     return {
         "catalog": catalog,
         "form": form,
+        "curve_points": points,
+        "curve_chart": curve_chart(points),
         "counts": gold.counts_by_provenance(gold.reviewed_gold(catalog)),
         "jobs": _jobs().filter(catalog=catalog)[:JOBS_SHOWN],
         "versions": versions,

@@ -13,6 +13,7 @@ from collections import defaultdict
 from catalog.models import Attribute, Product
 from extraction.engine import metric
 from extraction.normalize import normalize_value
+from extraction.sizes import run_sizes
 from extraction.worker.decoding import attribute_specs
 from review.bootstrap import f1_interval
 
@@ -25,22 +26,28 @@ def decode(
     model_dir: str, products: list[Product], device: str, should_stop=None
 ) -> dict[int, dict[str, str]]:
     """{product id: {attribute: normalized value}} for the products under their category's current
-    schema, decoded by the model in model_dir (loaded here, dropped after)."""
+    schema, decoded by the model in model_dir (loaded here, dropped after) with the token budgets a
+    run of that model would give them (extraction/sizes.py): the proof judges what a run shows."""
     from extraction.engine.api import Document, Extractor
     from extraction.engine.decode.stopping import stop_between_forwards
 
     extractor = Extractor(model_dir=model_dir, device=device)
     by_schema: dict[int, list[Product]] = defaultdict(list)
+    schemas = {}
     for product in products:
         schema = product.category.current_schema
         if schema is not None:
             by_schema[schema.id].append(product)
+            schemas[schema.id] = schema
+    sizes = run_sizes(list(schemas.values()), model_dir)
     out: dict[int, dict[str, str]] = {}
     with stop_between_forwards(extractor.model, should_stop):
         for schema_id, group in sorted(by_schema.items()):
             attributes = {a.name: a for a in Attribute.objects.filter(schema_id=schema_id)}
             docs = [Document(key=p.sku, text=p.document) for p in group]
-            results, _ = extractor.extract(docs, attribute_specs(schema_id), decoder=DECODER)
+            results, _ = extractor.extract(
+                docs, attribute_specs(schema_id, sizes[str(schema_id)]), decoder=DECODER
+            )
             for product, values in zip(group, results, strict=True):
                 out[product.id] = {
                     name: normalize_value(str(r.text), attributes[name].kind, attributes[name].unit,

@@ -1,0 +1,98 @@
+"""`manage.py learning_curve` end to end: an AVE file imported as a catalog, decoded by a real run
+worker (HPD and AR), N products reviewed from the file's gold, a real training job on a `train`
+worker, and the old and new versions scored on the products nobody reviewed."""
+
+import io
+import json
+
+import pytest
+import redis
+from django.conf import settings
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from catalog.models import Catalog
+from extraction.engine import data as ave
+from extraction.engine.splits import DEFAULT_DATA
+from review.models import GoldValue
+from tests.support.training import TINY_JOB_ENV
+from tests.support.workers import start_worker, stop_worker
+from training.models import LearningCurvePoint, TrainingJob
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def small_file(tmp_path):
+    """12 OA-Mine dev records of two categories (6 each), as the file a person would pass."""
+    lines = (DEFAULT_DATA / "oa-mine" / "dev.jsonl").read_text(encoding="utf-8").splitlines()
+    picked, seen = [], {}
+    for line in lines:
+        category = json.loads(line)["category"]
+        if category in ("Shoes", "Coffee") and seen.get(category, 0) < 6:
+            seen[category] = seen.get(category, 0) + 1
+            picked.append(line)
+    path = tmp_path / "oa-mine" / "small.jsonl"
+    path.parent.mkdir()
+    path.write_text("\n".join(picked) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def workers(tmp_path):
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+    proc = start_worker(queues="gpu,light,train", name="curve", env=TINY_JOB_ENV, log_path=tmp_path / "w.log")
+    yield proc
+    stop_worker(proc, timeout=15)
+
+
+def test_one_point_reviews_n_trains_and_scores_only_the_products_nobody_reviewed(
+    small_file, workers, settings, client, alice
+):
+    settings.TRAINING_MAX_STEPS = 2  # the real trainer, cut to two steps of short rows
+    settings.TRAINING_BATCH_TOKENS = 128
+    out = io.StringIO()
+    call_command(
+        "learning_curve", "--data", str(small_file), "--review", "6", "--order", "useful", stdout=out
+    )
+    summary = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert summary["order"] == "useful" and summary["n_reviewed"] == 6 and summary["n_remaining"] == 6
+    assert 0 <= summary["f1_before"] <= 1 and 0 <= summary["f1_after"] <= 1 and summary["minutes"] > 0
+
+    point = LearningCurvePoint.objects.get()
+    catalog = point.catalog
+    assert catalog.products.count() == 12 and point.data_name == "oa-mine/small.jsonl"
+    # the gold of exactly the reviewed products was typed blind, a value for every attribute of
+    # their schema; the other six never had gold, and the file's gold never reached the products
+    blind = GoldValue.objects.filter(product__catalog=catalog)
+    reviewed = set(blind.values_list("product_id", flat=True))
+    assert len(reviewed) == 6 and set(blind.values_list("provenance", flat=True)) == {
+        GoldValue.Provenance.BLIND
+    }
+    assert all(not p.known_values for p in catalog.products.all())
+    records = {r.text: r for r in ave.load(small_file)}
+    product = catalog.products.filter(pk__in=reviewed).select_related("category").first()
+    typed = dict(blind.filter(product=product).values_list("attribute_name", "value"))
+    names = set(product.category.current_schema.attributes.values_list("name", flat=True))
+    assert set(typed) == names
+    gold = records[product.title].gold
+    assert all(typed[name] == (gold[name][0] if name in gold else "n/a") for name in names)
+    # the job learned from reviewed products only (and held some of them back for its own proof)
+    job = TrainingJob.objects.get(catalog=catalog)
+    assert job.status == TrainingJob.Status.DONE and point.job == job
+    assert set(job.trained_on) | set(job.held_back) == reviewed
+    # the catalog's runs: HPD and AR for the "useful" order (it ranks by their disagreement)
+    assert sorted(catalog.run_set.values_list("decoder", flat=True)) == ["ar", "hpd"]
+    # the catalog's model page draws the curve of its file and lists the point
+    client.force_login(alice)
+    page = client.get(reverse("training:improve", args=[catalog.pk])).content.decode()
+    assert 'id="learning-curve"' in page and "6 reviewed" in page
+    assert f"{point.f1_after:.3f}" in page and f"{point.f1_before:.3f}" in page
+
+
+def test_a_review_count_the_file_cannot_hold_is_refused_before_anything_is_stored(small_file):
+    with pytest.raises(CommandError, match="--review must be between 1 and 11"):
+        call_command("learning_curve", "--data", str(small_file), "--review", "12")
+    assert not Catalog.objects.exists()
+    with pytest.raises(CommandError, match="no such file"):
+        call_command("learning_curve", "--data", str(small_file.parent / "missing.jsonl"), "--review", "3")

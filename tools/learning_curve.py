@@ -1,0 +1,238 @@
+"""`manage.py learning_curve`: what N reviewed products teach the model, measured on the rest.
+
+One point of the learning curve, end to end through the product:
+1. the AVE file becomes a catalog (its categories' schemas, its products without their gold);
+2. the catalog is decoded by the run workers (HPD, and AR beside it for the "useful" order, which
+   ranks by HPD/AR disagreement);
+3. N products are "reviewed": their gold is typed blind from the file as a reviewer types it (a
+   value for every attribute, "n/a" where the file gives none), picked in the review queue's
+   "most useful" order or at random;
+4. the training job of the "Improve the model" page runs on a `train` worker;
+5. the old and the new version decode the products nobody reviewed; both are scored on the file's
+   gold there (the standard metric, bootstrap 95% intervals over products).
+
+Nothing here is fed by what it scores: the remaining products' gold is never typed, trained on or
+shown to the model. Needs the run and training workers of `make dev` (or of a cluster).
+"""
+
+import csv
+import json
+import random
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import transaction
+
+from catalog.imports.map import guess_mapping
+from catalog.imports.read import inspect_file
+from catalog.imports.write import import_file
+from catalog.models import Catalog, Product
+from catalog.schemas import do_import_schema
+from extraction.engine import data as ave
+from extraction.engine import metric
+from extraction.models import Run
+from extraction.services import RunRequest, do_start_run
+from review.blind import do_blind_label
+from review.bootstrap import f1_interval
+from review.filters import QueueFilter
+from review.useful_order import candidates
+from review.usefulness import rank_products
+from training.models import LearningCurvePoint, TrainingJob
+from training.services import JobRequest, start_training_job, wait_for_job
+
+ORDERS = ("useful", "random")
+NA = "n/a"
+
+
+class CurveError(RuntimeError):
+    """A step of the point could not be done; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class CurveRequest:
+    data: Path
+    review: int
+    order: str = "useful"
+    seed: int = 0
+    minutes: float | None = None  # None: the training job's default (settings.TRAINING_MINUTES)
+    timeout: float = 4 * 3600  # seconds to wait for each run and for the job
+
+
+def run_point(request: CurveRequest, say=lambda text: None) -> LearningCurvePoint:
+    started = time.monotonic()
+    products = ave.load(request.data)
+    if not 0 < request.review < len(products):
+        raise CurveError(
+            f"--review must be between 1 and {len(products) - 1} (the file has {len(products)} products)"
+        )
+    catalog, by_sku = import_catalog(request, products)
+    say(f"imported {len(by_sku)} products into catalog {catalog.pk} ({catalog.name})")
+    runs = decode_catalog(catalog, request, say)
+    reviewed = pick_products(catalog, runs, request)
+    type_gold(reviewed, by_sku)
+    say(f"typed the gold of {len(reviewed)} products blind ({request.order} order)")
+    job = train(catalog, request, say)
+    remaining = list(catalog.products.exclude(pk__in=[p.pk for p in reviewed]).select_related("category"))
+    old_dir, new_dir = version_dirs(job)
+    before = score_products(old_dir, remaining, by_sku)
+    after = score_products(new_dir, remaining, by_sku)
+    return LearningCurvePoint.objects.create(
+        catalog=catalog,
+        data_name=data_name(request.data),
+        order=request.order,
+        seed=request.seed,
+        n_reviewed=len(reviewed),
+        n_remaining=len(remaining),
+        f1_before=before["f1"],
+        f1_after=after["f1"],
+        interval_before=before["interval"],
+        interval_after=after["interval"],
+        job=job,
+        job_minutes=(job.finished_at - job.started_at).total_seconds() / 60,
+        minutes=(time.monotonic() - started) / 60,
+    )
+
+
+def data_name(path: Path) -> str:
+    """ "oa-mine/dev.jsonl": the file named by its folder, so the points of one file share a curve."""
+    return f"{path.parent.name}/{path.name}"
+
+
+def import_catalog(
+    request: CurveRequest, products: list[ave.Product]
+) -> tuple[Catalog, dict[str, ave.Product]]:
+    """A new catalog of the file's products (titles only: no gold goes in), under schemas named
+    after the file so that no catalog's own category changes."""
+    prefix = f"{data_name(request.data)} "
+    name = f"Learning curve {data_name(request.data)} {request.order} N={request.review} seed {request.seed}"
+    if Catalog.objects.filter(name=name).exists():
+        raise CurveError(f"catalog {name!r} exists already: delete it first, or pick another --seed")
+    by_sku = {f"LC-{i:05d}": p for i, p in enumerate(products)}
+    with tempfile.TemporaryDirectory() as tmp, transaction.atomic():
+        for category, attributes in sorted(ave.schemas(products).items()):
+            do_import_schema(schema_payload(prefix + category, attributes), user=None)
+        catalog = Catalog.objects.create(name=name, description=f"Products of {request.data}, gold withheld.")
+        path = Path(tmp) / "products.csv"
+        with path.open("w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["sku", "title", "category"])
+            writer.writerows([sku, p.text, prefix + p.category] for sku, p in by_sku.items())
+        file_format = inspect_file(path, path.name)
+        counts = import_file(path, file_format, guess_mapping(file_format.header, []), catalog.pk)
+    if counts.created != len(by_sku):
+        raise CurveError(f"the import wrote {counts.created} of {len(by_sku)} products")
+    return catalog, by_sku
+
+
+def schema_payload(category: str, attributes: list[str]) -> dict:
+    return {
+        "format": "slotwise-schema/1",
+        "category": category,
+        "attributes": [{"name": name, "kind": "text"} for name in attributes],
+    }
+
+
+def decode_catalog(catalog: Catalog, request: CurveRequest, say) -> dict[str, Run]:
+    """{decoder: finished run}: HPD, and AR beside it when the order needs their disagreement."""
+    decoder = "both" if request.order == "useful" else "hpd"
+    runs = do_start_run(RunRequest(decoder=decoder, catalog=catalog, name=catalog.name))
+    deadline = time.monotonic() + request.timeout
+    for run in runs:
+        while Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE_STATUSES).exists():
+            if time.monotonic() > deadline:
+                raise CurveError(
+                    f"run {run.pk} did not finish in {request.timeout:.0f} s: are the workers up?"
+                )
+            time.sleep(2)
+        run.refresh_from_db()
+        if run.status != Run.Status.DONE:
+            raise CurveError(
+                f"run {run.pk} ({run.decoder}) ended {run.status}: {run.error or 'see its page'}"
+            )
+        say(f"run {run.pk} ({run.decoder}) decoded {run.total} products")
+    return {run.decoder: run for run in runs}
+
+
+def pick_products(catalog: Catalog, runs: dict[str, Run], request: CurveRequest) -> list[Product]:
+    """The N products to review: the review queue's "most useful" ranking of the HPD run's values
+    (AR as its partner), or a seeded random draw."""
+    if request.order == "random":
+        ids = sorted(catalog.products.values_list("pk", flat=True))
+        chosen = random.Random(request.seed).sample(ids, request.review)
+    else:
+        found, _ = candidates(QueueFilter(run=runs["hpd"].pk), runs.get("ar"))
+        chosen = rank_products(found)[: request.review]
+    return list(Product.objects.filter(pk__in=chosen).select_related("category"))
+
+
+def type_gold(products: list[Product], by_sku: dict[str, ave.Product]) -> None:
+    """Each product's gold typed blind: the file's first accepted form, "n/a" where it has none."""
+    for product in products:
+        gold = by_sku[product.sku].gold
+        schema = product.category.current_schema
+        typed = {a.name: (gold.get(a.name) or [NA])[0] for a in schema.attributes.all()}
+        do_blind_label(product, schema.pk, typed, user=None)
+
+
+def train(catalog: Catalog, request: CurveRequest, say) -> TrainingJob:
+    job = start_training_job(JobRequest(catalog, minutes=request.minutes, seed=request.seed))
+    say(f"training job {job.pk}: {job.counts['trained']['products']} products to train on, "
+        f"{job.counts['held_back']['products']} held back")  # fmt: skip
+    job = wait_for_job(job.pk, timeout=request.timeout)
+    if job.status != TrainingJob.Status.DONE:
+        raise CurveError(f"training job {job.pk} ended {job.status}: {job.error or 'still running'}")
+    took = (job.finished_at - job.started_at).total_seconds() / 60
+    say(
+        f"training job {job.pk} done: {job.step} steps, {job.train_seconds / 60:.1f} min of training, {took:.1f} min in all"
+    )
+    return job
+
+
+def version_dirs(job: TrainingJob) -> tuple[str, str]:
+    """(the version the job started from, the version it made), as local model directories."""
+    from extraction.worker.decoding import engine_model_dir
+    from training import cache
+
+    old = engine_model_dir("") if job.parent.is_shipped else str(cache.local_dir(job.parent.pk))
+    return str(old), str(cache.local_dir(job.result.pk))
+
+
+def score_products(model_dir: str, products: list[Product], by_sku: dict[str, ave.Product]) -> dict:
+    """The standard metric of the model's values on these products against every accepted form of
+    the file's gold (judged pairs only), with a bootstrap 95% interval over products."""
+    from django.conf import settings
+
+    from training.worker.evaluation import decode
+
+    predictions = decode(model_dir, products, settings.SLOTWISE_DEVICE)
+    report = metric.Report()
+    per_product = defaultdict(metric.Counts)
+    for product in products:
+        record = by_sku[product.sku]
+        for attribute, forms in record.gold.items():
+            kind = report.add(record.category, attribute, predictions[product.pk].get(attribute), forms)
+            per_product[product.pk].add(kind)
+    interval = f1_interval(list(per_product.values()))
+    return {"f1": report.micro.f1, "interval": list(interval) if interval else None}
+
+
+def summary(point: LearningCurvePoint) -> str:
+    """The closing JSON line a script reads."""
+    return json.dumps(
+        {
+            "data": point.data_name,
+            "order": point.order,
+            "seed": point.seed,
+            "n_reviewed": point.n_reviewed,
+            "n_remaining": point.n_remaining,
+            "f1_before": round(point.f1_before, 4),
+            "f1_after": round(point.f1_after, 4),
+            "interval_before": point.interval_before,
+            "interval_after": point.interval_after,
+            "minutes": round(point.minutes, 1),
+            "job_minutes": round(point.job_minutes, 1),
+        }
+    )

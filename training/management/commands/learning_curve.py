@@ -1,0 +1,48 @@
+"""`manage.py learning_curve --data FILE.jsonl --review N [--order useful|random] [--seed S]`: one
+point of the learning curve, through the real run and training workers (tools/learning_curve.py)."""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from tools.learning_curve import ORDERS, CurveError, CurveRequest, run_point, summary
+
+
+class Command(BaseCommand):
+    help = (
+        "Import an AVE file as a catalog, decode it, review N products from the file's gold, train on "
+        "them, and print F1 before / after on the products nobody reviewed (last line: JSON)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--data", required=True, type=Path, help="AVE JSON lines (oa-mine, ae-110k, wdc-pave)"
+        )
+        parser.add_argument("--review", required=True, type=int, help="products to review (N)")
+        parser.add_argument("--order", choices=ORDERS, default="useful", help="which products are reviewed")
+        parser.add_argument("--seed", type=int, default=0, help="seed of the random order and the job")
+        parser.add_argument("--minutes", type=float, help="training minutes (default: the job's default)")
+        parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds to wait for each step")
+
+    def handle(self, *args, **options):
+        if not options["data"].is_file():
+            raise CommandError(f"--data {options['data']}: no such file")
+        request = CurveRequest(
+            data=options["data"], review=options["review"], order=options["order"], seed=options["seed"],
+            minutes=options["minutes"], timeout=options["timeout"],
+        )  # fmt: skip
+        try:
+            point = run_point(request, say=self.stdout.write)
+        except CurveError as exc:
+            raise CommandError(str(exc)) from None
+        before, after = point.interval_before, point.interval_after
+        self.stdout.write(
+            f"F1 on the {point.n_remaining} products nobody reviewed: before {point.f1_before:.3f} "
+            f"{fmt(before)}, after {point.f1_after:.3f} {fmt(after)} ({point.order} order, N={point.n_reviewed}); "
+            f"job {point.job_minutes:.1f} min, whole point {point.minutes:.1f} min"
+        )
+        self.stdout.write(summary(point))
+
+
+def fmt(interval) -> str:
+    return f"[{interval[0]:.3f}-{interval[1]:.3f}]" if interval else "(no interval: too few products)"
