@@ -372,20 +372,25 @@ def prepare(
     return out
 
 
+def save_bfloat16(source: pathlib.Path, target: pathlib.Path) -> None:
+    """An adapter's weights file written again in bfloat16, the form every stored adapter takes (the
+    committed artifact, a trained version in PostgreSQL): half the bytes, and the weights still
+    train and merge in float32. source may be target."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(source))
+    save_file({k: v.to(torch.bfloat16).contiguous() for k, v in tensors.items()}, str(target))
+
+
 def publish(stage: pathlib.Path, artifact: pathlib.Path = ARTIFACT_DIR, name: str | None = None) -> None:
     """A training stage's output (`train --out`, an adapter) -> the committed artifact: the adapter
     in bfloat16 (half the bytes; a later stage trains on from it), its tokenizer and slotwise.json,
     the stage's record appended to training.json, and SHA256SUMS over the files `prepare` reads."""
-    import torch
-    from safetensors.torch import load_file, save_file
-
     if not is_adapter(stage):
         raise BaseModelError(f"{stage}: not an adapter directory (no {ADAPTER_CONFIG})")
     artifact.mkdir(parents=True, exist_ok=True)
-    tensors = load_file(str(stage / ADAPTER_WEIGHTS))
-    save_file(
-        {k: v.to(torch.bfloat16).contiguous() for k, v in tensors.items()}, str(artifact / ADAPTER_WEIGHTS)
-    )
+    save_bfloat16(stage / ADAPTER_WEIGHTS, artifact / ADAPTER_WEIGHTS)
     for file in (ADAPTER_CONFIG, "tokenizer.json", "tokenizer_config.json"):
         shutil.copy2(stage / file, artifact / file)
     settings = json.loads((stage / "slotwise.json").read_text())

@@ -15,18 +15,22 @@ schedule and time cap go on where they were (the optimizer's moments start afres
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from extraction.engine.base_model import ADAPTER_CONFIG, ADAPTER_WEIGHTS, REPO_ROOT, adapted_model
+from extraction.engine.base_model import (
+    ADAPTER_CONFIG,
+    ADAPTER_WEIGHTS,
+    REPO_ROOT,
+    adapted_model,
+    save_bfloat16,
+)
 from extraction.engine.splits import Split, document_key, load_split
 from extraction.engine.train import augment as aug
 from extraction.engine.train.corpus import corpus_of
 from extraction.engine.train.row_packing import RowConfig, RowSampler
 from extraction.engine.train.trainer import LoopHooks, TrainConfig, train_loop
-
-log = logging.getLogger("extraction.train")
+from extraction.engine.train.trainer import saver as checkpoint_saver
 
 REVIEWED = "reviewed"  # the data set name of the catalog's reviewed gold in the corpus
 RECIPE_LR = 3e-4  # the shipped model's last stage (training.json)
@@ -88,28 +92,22 @@ def portable_adapter(out: Path) -> None:
     """The adapter's recorded base relative to the repository (as the shipped artifact records it),
     so any worker that ran `make model` finds it; and its weights in bfloat16, as publish stores them
     (half the bytes in PostgreSQL; the weights train and merge in float32 all the same)."""
-    import torch
-    from safetensors.torch import load_file, save_file
-
     config = json.loads((out / ADAPTER_CONFIG).read_text())
     base = Path(config.get("base_model_name_or_path") or "")
     if base.is_absolute() and base.is_relative_to(REPO_ROOT):
         config["base_model_name_or_path"] = str(base.relative_to(REPO_ROOT))
         (out / ADAPTER_CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-    tensors = load_file(str(out / ADAPTER_WEIGHTS))
-    save_file({k: v.to(torch.bfloat16).contiguous() for k, v in tensors.items()}, str(out / ADAPTER_WEIGHTS))
+    save_bfloat16(out / ADAPTER_WEIGHTS, out / ADAPTER_WEIGHTS)
 
 
 def saver(model, tokenizer, out: Path, settings: dict):
-    """save(step): the adapter, its tokenizer and slotwise.json into out, made portable."""
+    """save(step): the trainer's checkpoint (adapter, tokenizer, slotwise.json) into out, made portable."""
+    save_checkpoint = checkpoint_saver(model, tokenizer, out, settings)
 
     def save(step: int) -> None:
         out.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(str(out), safe_serialization=True, save_embedding_layers=False)
-        tokenizer.save_pretrained(str(out))
-        (out / "slotwise.json").write_text(json.dumps(settings, indent=1, ensure_ascii=False) + "\n")
+        save_checkpoint(step)
         portable_adapter(out)
-        log.info("checkpoint at step %d saved to %s", step, out)
 
     return save
 
