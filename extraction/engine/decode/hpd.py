@@ -311,20 +311,20 @@ def step_tokens(d: Decoding, open_: OpenSlots, schema: SchemaPrompt) -> tuple[to
 def pack_queries(d: Decoding, open_: OpenSlots, tokens: torch.Tensor, n: torch.Tensor):
     """The step's queries as the attention paths take them: open slot k feeds tokens[k, :n[k]] as
     its value tokens number fed, fed + 1, ... (at positions from its slot's start), each attention
-    row's queries first, slot by slot -> (ids, positions, slot, valid, token number) [B', Q]."""
+    row's queries first, slot by slot -> (ids, positions, slots, valid, token numbers) [B', Q]."""
+    # one entry per query: its open slot k, its place i among that slot's tokens
     k, i = (torch.arange(tokens.shape[1], device=n.device) < n[:, None]).nonzero(as_tuple=True)
-    row = open_.attn_row[k]  # each query's attention row (queries are row-major already)
+    number = open_.at(d.fed)[k] + i
+    row = open_.attn_row[k]  # queries come row-major already: number them within their row
     per_row = torch.bincount(row, minlength=len(d.attended))
     place = torch.arange(len(row), device=row.device) - (per_row.cumsum(0) - per_row)[row]
+    # the [B', Q] grid the attention takes, padding invalid
     shape = (len(d.attended), max(int(per_row.max()), 1))
-    slot, number = (torch.zeros(shape, dtype=torch.long, device=row.device) for _ in range(2))
-    ids, pos = torch.zeros_like(slot), torch.zeros_like(slot)
+    ids, pos, slots, numbers = (torch.zeros(shape, dtype=torch.long, device=row.device) for _ in range(4))
     valid = torch.zeros(shape, dtype=torch.bool, device=row.device)
-    numbers = open_.at(d.fed)[k] + i
-    slot[row, place], number[row, place], ids[row, place] = open_.slot[k], numbers, tokens[k, i]
-    valid[row, place] = True
-    pos[row, place] = open_.at(d.rows.slot_start)[k] + numbers
-    return ids, pos, slot, valid, number
+    ids[row, place], pos[row, place] = tokens[k, i], open_.at(d.rows.slot_start)[k] + number
+    slots[row, place], numbers[row, place], valid[row, place] = open_.slot[k], number, True
+    return ids, pos, slots, valid, numbers
 
 
 def confirmed(tok, draft, term: int, number, gap) -> torch.Tensor:
