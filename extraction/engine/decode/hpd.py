@@ -10,9 +10,10 @@ lookahead) for every open slot of every stacked document of every batch row.
     decode_rows      prefill, then steps until every slot finished; finished rows leave the attention
     collect          tokens -> SlotValue (ids, logprobs, truncated)
 
-Two index spaces, never mixed in one expression: the decode state (Decoding) is [B, S], by batch
-row and slot, from prefill to collect; a step works on its open slots k = 0..M-1 (OpenSlots maps k
-to its batch row and slot, and to the attention's row, which differs once finished rows left).
+Index spaces, each named where it is used: the decode state (Decoding) is [B, S], by batch row and
+slot, from prefill to collect; a step works on its open slots k = 0..M-1 (OpenSlots maps k to its
+batch row and slot, and to the attention's row, which differs once finished rows left); its
+queries are packed into the attention's [B', Q] grid in one function (pack_queries).
 
 The slot constraint is a hook (Greedy, or Constrained over batched_constraints.py): it turns a step's
 logits into the chosen tokens, so prefill and steps pick tokens through one function. Only queries
