@@ -13,14 +13,10 @@ from extraction.engine import layout
 from extraction.engine.api import AttributeSpec, Extractor
 from extraction.engine.decode import ar, constraints, hpd
 from extraction.engine.decode.extractive import TokenTable, doc_index
-from extraction.engine.decode.token_masks import (
-    allowed_mask,
-    constrain,
-    masked_choice,
-    masked_log_softmax,
-)
+from extraction.engine.decode.token_masks import allowed_mask, masked_choice
 from tests.support.engine_reference import allowed_pairs
 from tests.support.engine_schemas import COLORS, DOCS, SLEEVES, TYPED
+from tests.support.reference_constraints import constrain, masked_log_softmax, start
 from tests.support.tiny_models import reference_decode
 
 # a toy vocabulary: ids 0 and 1 are special (no bytes), 2 ends values
@@ -36,7 +32,7 @@ def ids(*pieces: str) -> list[int]:
 
 
 def walk(rule, tokens: list[int]):
-    state = rule.start(None, END)
+    state = start(rule, None, END)
     for t in tokens:
         state.push(t)
     return state
@@ -121,7 +117,7 @@ def random_paths(rule, steps: int, seed: int = 0) -> list[list[int]]:
     """Random walks through a rule's allowed tokens until it ends: what any model could decode."""
     rng, out = random.Random(seed), []
     for _ in range(steps):
-        state, path = rule.start(None, END_REAL), []
+        state, path = start(rule, None, END_REAL), []
         while True:
             options = torch.as_tensor(state.allowed()).tolist()
             tok = rng.choice(options)
@@ -142,7 +138,7 @@ def test_choice_on_the_real_tokenizer_writes_each_value_as_the_tokenizer_does(re
     rule = constraints.choice_rule(tok, SLEEVES, na)
     for v in SLEEVES:
         path = tok.encode(" " + v, add_special_tokens=False)
-        state = rule.start(None, END_REAL)
+        state = start(rule, None, END_REAL)
         for t in path:
             assert t in torch.as_tensor(state.allowed()).tolist()
             state.push(t)
@@ -158,14 +154,14 @@ def test_number_on_the_real_tokenizer(real_tokenizer):
     table = TokenTable.from_tokenizer(tok)
     rule = constraints.NumberRule(table, "inch", tok.encode(" n/a", add_special_tokens=False))
     for text in ("55 inches", "1.5 ft", "12in", "2 cm", "3 Inch", "n/a", "7"):
-        state = rule.start(None, END_REAL)
+        state = start(rule, None, END_REAL)
         for t in tok.encode(" " + text, add_special_tokens=False):
             assert t in state.allowed().tolist(), (text, tok.decode([t]))
             state.push(t)
         assert state.may_end(), text
-    first = rule.start(None, END_REAL).allowed().tolist()
+    first = start(rule, None, END_REAL).allowed().tolist()
     assert tok.encode(" Black", add_special_tokens=False)[0] not in first
-    five = rule.start(None, END_REAL)
+    five = start(rule, None, END_REAL)
     for t in tok.encode(" 5", add_special_tokens=False):
         five.push(t)
     assert (
@@ -270,5 +266,5 @@ def test_ar_agrees_with_hpd_on_the_first_value_of_each_kind(typed):
 def constrained_reference(model, schema, doc, n, index) -> tuple[list[int], bool]:
     """reference_decode of value n under the slot's own rule."""
     rule = constraints.slot_rules(schema)[n]
-    state = rule.start(index, schema.terminator) if rule is not None else None
+    state = start(rule, index, schema.terminator) if rule is not None else None
     return reference_decode(model, schema, doc, n, state)

@@ -1,4 +1,5 @@
-"""batched_constraints.BatchedConstraint equals the per-slot states (constraints.py, extractive.py)
+"""batched_constraints.BatchedConstraint equals the per-slot states (constraints.py, extractive.py,
+tests/support/reference_constraints.py)
 step for step: on random walks through every kind (spans on real product titles with the real
 tokenizer and on the tiny one, choices, numbers, free slots, all in one batch) the masks, may_end
 and finishing agree at every step, and a forbidden token is False (negative control). HPD, fork and
@@ -18,6 +19,7 @@ from extraction.engine.decode.batched_constraints import BatchedConstraint
 from extraction.engine.decode.extractive import COMPOUND, FREE, WORD, TokenTable, doc_index
 from extraction.engine.decode.token_masks import allowed_mask
 from tests.support.engine_schemas import COLORS, DOCS, SLEEVES, TYPED
+from tests.support.reference_constraints import start
 from tests.support.reference_hooks import ReferenceConstrained, ReferenceProcessor
 from tests.support.tiny_models import TEXTS
 
@@ -31,10 +33,6 @@ def titles(k: int) -> list[str]:
     if not DEV.is_file():
         return list(TEXTS)
     return [p.text for p in data.load_jsonl(DEV, limit=k)]
-
-
-def start(rule, index, end):
-    return rule.start(index, end) if rule is not None else constraints.FreeState(end)
 
 
 def allowed_of(state) -> list[int] | None:

@@ -17,10 +17,10 @@ from extraction.engine.decode.extractive import (
     DocIndex,
     TokenTable,
     allowed_mask,
-    constrain,
     doc_index,
 )
 from tests.support.engine_reference import ForceFormat, allowed_tokens
+from tests.support.reference_constraints import constrain
 from tests.support.tiny_models import ATTRS, TEXTS, tiny_model
 
 # a toy vocabulary: ids 0 and 1 are special (no bytes), 2 ends values

@@ -1,7 +1,8 @@
-"""Lookahead (lookahead.py): drafts fed beside each open slot's token and read only while confirmed
-give the values of one token per step, in fewer forwards. The bundled from-scratch model (trained:
-its values copy the document, so drafts are confirmed) decodes real product titles under the
-extractive constraint; a negative control that trusts the drafts decodes other values."""
+"""Lookahead (drafts proposed in lookahead.py, fed and read by hpd.py's step): drafts fed beside each
+open slot's token and read only while confirmed give the values of one token per step, in fewer
+forwards. The bundled from-scratch model (trained: its values copy the document, so drafts are
+confirmed) decodes real product titles under the extractive constraint; a negative control that
+trusts the drafts decodes other values."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import torch
 
 from extraction.engine import layout
 from extraction.engine.api import Extractor, model_settings
-from extraction.engine.decode import hpd, lookahead
+from extraction.engine.decode import hpd
 from extraction.engine.decode.extractive import doc_index
 from extraction.engine.decode.lookahead import Lookahead, copies_per_slot, propose
 from tests.support.engine_schemas import BUNDLED, CATALOG
@@ -62,9 +63,7 @@ def test_lookahead_decodes_the_values_of_one_token_steps_in_fewer_forwards(bundl
 def test_negative_control_trusting_the_drafts_decodes_other_values(bundled, monkeypatch):
     single, _ = decode_catalog(bundled, None)
     # read every draft's output as if it had been confirmed
-    monkeypatch.setattr(
-        lookahead, "confirmed", lambda tok, draft, term, number, gap: (draft >= 0) & (number < gap)
-    )
+    monkeypatch.setattr(hpd, "confirmed", lambda tok, draft, term, number, gap: (draft >= 0) & (number < gap))
     trusted, _ = decode_catalog(bundled, EVERY_STEP)
     values = lambda out: [[{n: v.ids for n, v in d.items()} for d in s] for s in out]  # noqa: E731
     assert values(trusted) != values(single)

@@ -30,6 +30,7 @@ from extraction.engine.train.row_packing import RowConfig, RowSampler, build_row
 from extraction.engine.train.starting_model import new_model
 from extraction.engine.train.trainer import run_train
 from tests.support.engine_reference import allowed_tokens
+from tests.support.reference_constraints import constrain
 from tests.support.toy_training import DOCS, GOLD, NAMES, toy_tokenizer, write_toy_data
 
 
@@ -520,7 +521,6 @@ def test_choices_are_what_extractive_decoding_allows_at_each_value_token(tokeniz
 
 
 def test_extractive_loss_is_cross_entropy_under_the_decoders_renormalization(tokenizer):
-    from extraction.engine.decode import extractive
     from extraction.engine.train.losses import extractive_loss
 
     model = tiny_model(tokenizer)
@@ -532,7 +532,7 @@ def test_extractive_loss_is_cross_entropy_under_the_decoders_renormalization(tok
     choices = batch["choices"]
     assert choices.shape == logits.shape
     allowed = [row.choices.get(t) for t, lab in enumerate(row.labels) if lab != -100]
-    lp = extractive.constrain(torch.log_softmax(logits, -1), allowed)  # what the decoders rank
+    lp = constrain(torch.log_softmax(logits, -1), allowed)  # what the decoders rank
     sel = [i for i, a in enumerate(allowed) if a is not None]
     expected = -lp[sel, labels[sel]].mean()
     torch.testing.assert_close(extractive_loss(logits, labels, choices), expected)

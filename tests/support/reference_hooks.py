@@ -15,6 +15,7 @@ from extraction.engine.decode.hpd import Greedy, Rows
 from extraction.engine.decode.token_masks import allowed_mask, masked_choice
 from extraction.engine.layout import SchemaPrompt
 from tests.support.engine_reference import allowed_pairs
+from tests.support.reference_constraints import start
 
 
 class ReferenceConstrained(Greedy):
@@ -48,7 +49,7 @@ def slot_states(rows: Rows, schema: SchemaPrompt) -> list[list[object | None]]:
         for s, index in enumerate(row):
             rule = rules[rows.owner[b][s][1]]  # the slot's attribute
             ok = valid[b][s] and rule is not None
-            states.append(rule.start(index, schema.terminator) if ok else None)
+            states.append(start(rule, index, schema.terminator) if ok else None)
         states += [None] * (len(valid[b]) - len(states))
         out.append(states)
     return out
@@ -85,7 +86,7 @@ class ReferenceProcessor(LogitsProcessor):
         if n < len(self.ends):
             rule = self.rules[n]
             end = self.ends[n]
-            self.state[b] = rule.start(self.index[b], end) if rule is not None else constraints.FreeState(end)
+            self.state[b] = start(rule, self.index[b], end)
         else:
             self.done[b] = True
 

@@ -12,7 +12,7 @@ import torch
 
 from extraction.engine import layout, modeling
 from extraction.engine.decode import hpd, masks
-from extraction.engine.decode.token_masks import constrain
+from tests.support.reference_constraints import constrain
 
 # where the tiny models run: cpu here; scripts/gpu_check.sh runs the exactness tests with cuda
 DEVICE = os.environ.get("SLOTWISE_TEST_DEVICE", "cpu")

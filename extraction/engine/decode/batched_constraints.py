@@ -1,8 +1,9 @@
 """Batched slot constraints: every slot of a batch under its rule, with tensor ops per step.
 
-The per-slot states of constraints.py / extractive.py (SpanState, ChoiceState, NumberState) are the
-readable spec; walking them in Python for every slot at every step cost more than the step's
-forward on small models. BatchedConstraint holds the same states for N slots at once:
+The per-slot states (SpanState and ChoiceState in extractive.py / constraints.py, which training
+walks; NumberState and FreeState in tests/support/reference_constraints.py) are the readable spec;
+walking them in Python for every slot at every step cost more than the step's forward on small
+models. BatchedConstraint holds the same states for N slots at once:
 
     span    started [N] and ends [N, Lw]: the end offsets (in the document's bytes) of every
             occurrence of the value so far; allowed next = the tokens that continue the text at one

@@ -1,24 +1,27 @@
 """Slot constraints: one interface for what a value may be, token by token, in every decoder.
 
 Catalog attributes are typed (text, enumeration, boolean, number with unit). A rule belongs to one
-attribute of a schema (built once per schema and tokenizer, SchemaPrompt.rules); rule.start(index,
-end) gives the state of one value being decoded, whose value ends with token ``end`` (the
-terminator; in AR-JSON without it, the next key's first token). The states are the readable spec
-(row_packing and the tests walk them); the decoders (hpd.Constrained, ar.ExtractiveProcessor) run
-the same rules batched (batched_constraints.BatchedConstraint: every slot of a batch in tensors,
-tested equal to these states step for step). A state's interface:
+attribute of a schema (built once per schema and tokenizer, SchemaPrompt.rules). The decoders
+(hpd.Constrained, ar.ExtractiveProcessor) run the rules batched (batched_constraints.BatchedConstraint:
+every slot of a batch in tensors). A span or choice rule also gives the state of one value being
+decoded, rule.start(index, end), ending with token ``end`` (the terminator; in AR-JSON without it,
+the next key's first token): training walks those along the gold values (row_packing). A state's
+interface:
 
     state.allowed()   token ids allowed next, ``end`` among them when the value may end here: a
-                      list or a LongTensor (cached per trie node / automaton state); never empty;
-                      None: every token (FreeState)
+                      list or a LongTensor (cached per trie node); never empty
     state.push(tok)   the slot emitted tok (not ``end``)
     state.may_end()   ``end`` may come next
     state.finishing() the token the value must take next when its gap is full (half-way along a
                       fixed path such as "n/a"), else None
     state.length      tokens pushed
 
-A rule of None is a free value: HPD leaves the slot unconstrained, AR-JSON a FreeState (the format
-is still forced around it). The kinds:
+The same one-value states for numbers and free values, which nothing but the tests walks, are in
+tests/support/reference_constraints.py: the reference the batched constraint is tested equal to,
+step for step.
+
+A rule of None is a free value: the decoders leave the slot unconstrained (AR-JSON still forces the
+format around it). The kinds:
 
     SpanRule    extractive text: a substring of the document or "n/a" (extractive.SpanState)
     ChoiceRule  enumeration and boolean: one of the allowed values or "n/a", a token trie over each
@@ -46,26 +49,6 @@ from extraction.normalize import (
     BOOLEAN_VALUES as BOOLEAN_VALUES,  # a boolean slot's values, as normalize writes them
 )
 from extraction.normalize import known_units, normalize_number
-
-
-class FreeState:
-    """A free value (AR-JSON only; HPD leaves such a slot unconstrained): any token, end anytime."""
-
-    def __init__(self, end: int):
-        self.end, self.length = int(end), 0
-
-    def allowed(self):
-        return None
-
-    def may_end(self) -> bool:
-        return True
-
-    def finishing(self) -> int | None:
-        return None
-
-    def push(self, tok: int) -> None:
-        self.length += 1
-
 
 # ---------------------------------------------------------------------------------- text: spans
 
@@ -201,7 +184,6 @@ class NumberRule:
         self.prefixes = frozenset(u[:k] for u in self.units for k in range(1, len(u) + 1))
         self.na = list(na) if na is not None else []
         self._tokens: dict[tuple, list[int]] = {}
-        self._allowed: dict[tuple, torch.Tensor] = {}
         units_re = "|".join(re.escape(u.decode()) for u in self.units)
         self.pattern = re.compile(rf"^\d+(?:[.,]\d+)?(?: ?(?:{units_re}))?$", re.IGNORECASE)
 
@@ -251,20 +233,6 @@ class NumberRule:
             self._tokens[state] = sorted(out)
         return self._tokens[state]
 
-    def allowed(self, state: tuple | None, na_at: int, end: int) -> torch.Tensor:
-        key = (state, na_at, end)
-        if key not in self._allowed:
-            ids = set(self.tokens(state)) if state is not None else set()
-            if self.accepting(state) or (self.na and na_at == len(self.na)):
-                ids.add(end)
-            if 0 <= na_at < len(self.na):
-                ids.add(self.na[na_at])
-            self._allowed[key] = torch.tensor(sorted(ids) or [end], dtype=torch.long)
-        return self._allowed[key]
-
-    def start(self, index: DocIndex | None, end: int) -> NumberState:
-        return NumberState(self, end)
-
     def finish(self, text: str) -> str:
         """The number in the schema's unit; a value its gap cut (inside the unit or after the
         separator) keeps the number it has, or reads "n/a" without one."""
@@ -280,32 +248,6 @@ class NumberRule:
 
     def accepts(self, text: str) -> bool:
         return (text.strip().lower() == NA and bool(self.na)) or bool(self.pattern.match(text.strip()))
-
-
-class NumberState:
-    def __init__(self, rule: NumberRule, end: int):
-        self.rule, self.end, self.length = rule, int(end), 0
-        self.state: tuple | None = (LEAD, b"")
-        self.na_at = 0 if rule.na else -1  # "n/a" tokens matched so far; -1: off the n/a path
-
-    def allowed(self) -> torch.Tensor:
-        return self.rule.allowed(self.state, self.na_at, self.end)
-
-    def may_end(self) -> bool:
-        return self.rule.accepting(self.state) or (bool(self.rule.na) and self.na_at == len(self.rule.na))
-
-    def finishing(self) -> int | None:
-        return self.rule.na[self.na_at] if 0 <= self.na_at < len(self.rule.na) else None
-
-    def push(self, tok: int) -> None:
-        tok = int(tok)
-        pieces = self.rule.table.pieces
-        piece = pieces[tok] if 0 <= tok < len(pieces) else None
-        self.state = self.rule.walk(self.state, piece) if piece else None
-        if self.na_at >= 0:
-            ok = self.na_at < len(self.rule.na) and self.rule.na[self.na_at] == tok
-            self.na_at = self.na_at + 1 if ok else -1
-        self.length += 1
 
 
 # ---------------------------------------------------------------------------------- schema -> rules

@@ -28,7 +28,7 @@ keeps the end offsets of the occurrences of its value so far, so a step only wal
 
 from __future__ import annotations
 
-from extraction.engine.decode.token_masks import allowed_mask, constrain  # noqa: F401 - callers import them here too
+from extraction.engine.decode.token_masks import allowed_mask  # noqa: F401 - callers import it here too
 from extraction.engine.layout import (  # the boundary rules (tests and callers import them here too)
     COMPOUND,
     FREE,

@@ -4,9 +4,16 @@ lookahead) for every open slot of every stacked document of every batch row.
     prefill_prefix   shared instruction prefix, once per schema -> cache [1, H, P, D]
     build_rows       per row: J documents (layout.build_hpd_layout: doc + keys with gaps), padded
     prefill_rows     docs of all rows in one forward; logits at each key's last token = token 1 of every value
-    decode_step      one forward for the open slots (compacted per row), each with its lookahead drafts
-                     (lookahead.py) -> next token(s), read while the drafts are confirmed; finished slots leave
+    decode_step      one forward for the open slots (OpenSlots: this step's view of them): each feeds its
+                     last token and its lookahead drafts (step_tokens; lookahead.propose), packed per row
+                     (pack_queries) -> next token(s), read while the drafts are confirmed (confirmed)
+    decode_rows      prefill, then steps until every slot finished; finished rows leave the attention
     collect          tokens -> SlotValue (ids, logprobs, truncated)
+
+Index spaces, each named where it is used: the decode state (Decoding) is [B, S], by batch row and
+slot, from prefill to collect; a step works on its open slots k = 0..M-1 (OpenSlots maps k to its
+batch row and slot, and to the attention's row, which differs once finished rows left); its
+queries are packed into the attention's [B', Q] grid in one function (pack_queries).
 
 The slot constraint is a hook (Greedy, or Constrained over batched_constraints.py): it turns a step's
 logits into the chosen tokens, so prefill and steps pick tokens through one function. Only queries
@@ -31,11 +38,10 @@ import torch
 
 from extraction.engine.decode import constraints, masks
 from extraction.engine.decode import extractive as span
-from extraction.engine.decode import lookahead as drafting
 from extraction.engine.decode.batched_constraints import BatchedConstraint
 from extraction.engine.decode.block_attention import BlockRows, NotDispatched
 from extraction.engine.decode.dense_attention import DenseRows
-from extraction.engine.decode.lookahead import Lookahead
+from extraction.engine.decode.lookahead import Lookahead, propose
 from extraction.engine.decode.token_masks import greedy_log_softmax, masked_choice
 from extraction.engine.layout import PAD, SchemaPrompt, build_hpd_layout
 from extraction.engine.modeling import forward_hidden, logits, new_cache
@@ -187,27 +193,25 @@ def slot_specs(rows: Rows, schema: SchemaPrompt) -> list[tuple[object, span.DocI
     return out
 
 
-# ---------------------------------------------------------------------------------- decode
+# ---------------------------------------------------------------------------------- prefill
 
 
 @dataclass
 class Decoding:
-    """One batch of rows while its slots decode. Rows whose slots all finished leave (drop_finished):
-    row_map says which batch row each active row is; out_tok / out_lp stay indexed by batch row."""
+    """One batch of rows while its slots decode. Every per-slot tensor is [B, S], indexed by (batch
+    row, slot) as in Rows, for the whole decode; only the attention lets the rows whose slots have
+    all finished go (drop_finished), and `attended` says which batch rows it still holds."""
 
+    rows: Rows
     attn: BlockRows | DenseRows  # the rows' attention entries (and masks)
-    open_: torch.Tensor  # [B', S] slots still decoding
-    last: torch.Tensor  # [B', S] each slot's last token
-    fed: torch.Tensor  # [B', S] value tokens fed back so far
-    start: torch.Tensor  # [B', S] position of each slot's first value token
-    gap: torch.Tensor  # [B', S] token budget
-    row_map: torch.Tensor  # [B'] active row -> row of the batch
+    attended: torch.Tensor  # [B'] ascending: the attention's row i is batch row attended[i]
+    is_open: torch.Tensor  # [B, S] slots still decoding
+    last: torch.Tensor  # [B, S] each slot's last token
+    fed: torch.Tensor  # [B, S] value tokens fed back so far (the last one's token number)
     out_tok: torch.Tensor  # [B, S, G+1] chosen tokens (-1 = none)
     out_lp: torch.Tensor  # [B, S, G+1] their log-probabilities
     steps: int = 0
     lookahead: Lookahead | None = None  # drafts per step (block attention only), None: one token
-    docs: torch.Tensor | None = None  # [B, J, Ld] Rows.doc_tokens (the drafts' source)
-    slot_doc: torch.Tensor | None = None  # [B, S] Rows.slot_doc
 
 
 ATTENTION = {"blocks": BlockRows, "dense": DenseRows}
@@ -223,7 +227,7 @@ def prefill_rows(
     counters: Counters,
     attention="blocks",
     lookahead: Lookahead | None = None,
-):
+) -> Decoding:
     """Prefill the rows after the shared prefix; every slot's first token comes from its key's last
     token. -> the Decoding state. attention: "blocks" (falls back to "dense" for a model whose
     layers do not all call the attention interface) or "dense"; lookahead: the steps' drafts
@@ -241,78 +245,135 @@ def prefill_rows(
     counters.forward_steps += 1
     counters.prefill_tokens += B * L
     counters.tokens_decoded += int(rows.slot_valid.sum())
-    live = rows.slot_valid.nonzero(as_tuple=True)  # (batch row, slot) of every real slot
-    at_keys = hidden[live[0], rows.slot_index[live]]  # [N, D] each slot's last key token
-    tok_live, lp_live = hook.choose(logits(model, at_keys), *live)
+    row, slot = rows.slot_valid.nonzero(as_tuple=True)  # every real slot
+    tok, lp = hook.choose(logits(model, hidden[row, rows.slot_index[row, slot]]), row, slot)
     out_tok = torch.full((B, S, max_gap + 1), -1, dtype=torch.long, device=device)
     out_lp = torch.zeros((B, S, max_gap + 1), dtype=torch.float32, device=device)
-    out_tok[live[0], live[1], 0], out_lp[live[0], live[1], 0] = tok_live, lp_live
-    # [B, S]; padding slots (never open) get token 0: dense rows still embed their padding queries
-    tok = out_tok[:, :, 0].clamp(min=0)
+    out_tok[row, slot, 0], out_lp[row, slot, 0] = tok, lp
+    # padding slots (never open) get token 0: dense rows still embed their padding queries
+    first = out_tok[:, :, 0].clamp(min=0)
     return Decoding(
+        rows=rows,
         attn=attn,
-        open_=rows.slot_valid & (tok != schema.terminator) & (rows.slot_gap > 0),
-        last=tok,
+        attended=torch.arange(B, device=device),
+        is_open=rows.slot_valid & (first != schema.terminator) & (rows.slot_gap > 0),
+        last=first,
         fed=torch.zeros((B, S), dtype=torch.long, device=device),
-        start=rows.slot_start,
-        gap=rows.slot_gap,
-        row_map=torch.arange(B, device=device),
         out_tok=out_tok,
         out_lp=out_lp,
         lookahead=lookahead if isinstance(attn, BlockRows) else None,
-        docs=rows.doc_tokens,
-        slot_doc=rows.slot_doc,
     )
 
 
-def drop_finished(d: Decoding, n_open: torch.Tensor, counters: Counters) -> None:
-    """Once half the active rows have finished, drop the finished ones from the cache and the state
-    (fewer rows in every later forward)."""
-    if int((n_open > 0).sum()) > len(d.row_map) // 2:
-        return
-    keep = (n_open > 0).nonzero().squeeze(1)  # [B'']
-    counters.rows_dropped += len(d.row_map) - len(keep)
-    d.attn.select_rows(keep)
-    for name in ("open_", "last", "fed", "start", "gap", "row_map"):
-        setattr(d, name, getattr(d, name)[keep])
+# ---------------------------------------------------------------------------------- one step
+
+
+@dataclass
+class OpenSlots:
+    """A step's view of the slots still decoding, row-major: open slot k is slot `slot[k]` of batch
+    row `row[k]`, whose entries are the attention's row `attn_row[k]`. Every tensor is [M]."""
+
+    row: torch.Tensor
+    slot: torch.Tensor
+    attn_row: torch.Tensor
+
+    @classmethod
+    def of(cls, d: Decoding) -> OpenSlots:
+        row, slot = d.is_open.nonzero(as_tuple=True)
+        return cls(row, slot, torch.searchsorted(d.attended, row))  # attended is ascending
+
+    def at(self, state: torch.Tensor) -> torch.Tensor:
+        """Each open slot's entry of a [B, S, ...] tensor -> [M, ...]."""
+        return state[self.row, self.slot]
+
+
+def step_tokens(d: Decoding, open_: OpenSlots, schema: SchemaPrompt) -> tuple[torch.Tensor, torch.Tensor]:
+    """What each open slot feeds this step: its last token, then its lookahead drafts (none without
+    lookahead), then -1 (past the drafts no output is confirmed) -> (tokens [M, 2 + K], queries
+    per slot [M])."""
+    last = open_.at(d.last)[:, None]  # [M, 1]
+    if d.lookahead is None:
+        drafts = last.new_empty((len(last), 0))
+    else:
+        docs = d.rows.doc_tokens[open_.row, open_.at(d.rows.slot_doc)]  # [M, Ld]
+        drafts = propose(
+            d.lookahead,
+            open_.at(d.out_tok),
+            open_.at(d.fed),
+            open_.at(d.rows.slot_gap),
+            docs,
+            schema.na_ids,
+            schema.terminator,
+        )
+    none = torch.full_like(last, -1)
+    return torch.cat([last, drafts, none], 1), 1 + (drafts >= 0).sum(1)
+
+
+def pack_queries(d: Decoding, open_: OpenSlots, tokens: torch.Tensor, n: torch.Tensor):
+    """The step's queries as the attention paths take them: open slot k feeds tokens[k, :n[k]] as
+    its value tokens number fed, fed + 1, ... (at positions from its slot's start), each attention
+    row's queries first, slot by slot -> (ids, positions, slots, valid, token numbers) [B', Q]."""
+    # one entry per query: its open slot k, its place i among that slot's tokens
+    k, i = (torch.arange(tokens.shape[1], device=n.device) < n[:, None]).nonzero(as_tuple=True)
+    number = open_.at(d.fed)[k] + i
+    row = open_.attn_row[k]  # queries come row-major already: number them within their row
+    per_row = torch.bincount(row, minlength=len(d.attended))
+    place = torch.arange(len(row), device=row.device) - (per_row.cumsum(0) - per_row)[row]
+    # the [B', Q] grid the attention takes, padding invalid
+    shape = (len(d.attended), max(int(per_row.max()), 1))
+    ids, pos, slots, numbers = (torch.zeros(shape, dtype=torch.long, device=row.device) for _ in range(4))
+    valid = torch.zeros(shape, dtype=torch.bool, device=row.device)
+    ids[row, place], pos[row, place] = tokens[k, i], open_.at(d.rows.slot_start)[k] + number
+    slots[row, place], numbers[row, place], valid[row, place] = open_.slot[k], number, True
+    return ids, pos, slots, valid, numbers
+
+
+def confirmed(tok, draft, term: int, number, gap) -> torch.Tensor:
+    """Whether a slot's next output is read: the draft fed after the token just chosen is that token,
+    the value goes on, and the token (number `number`) leaves room in the gap."""
+    return (tok == draft) & (tok != term) & (number < gap)
 
 
 def decode_step(model, d: Decoding, hook: Greedy, schema: SchemaPrompt, counters: Counters) -> None:
     """One forward for every open slot: its last token in (and its lookahead drafts after it), its
     next token(s) out. Output i of a slot is chosen as a one-token step would choose it, and read
     only while every draft before it was confirmed (lookahead.py)."""
-    term = schema.terminator
-    r, s = d.open_.nonzero(as_tuple=True)  # open slots, row-major
-    b = d.row_map[r]
-    if d.lookahead is None:
-        drafts = torch.empty((len(r), 0), dtype=torch.long, device=r.device)
-    else:
-        docs = d.docs[b, d.slot_doc[b, s]]  # [M, Ld]
-        drafts = drafting.propose(
-            d.lookahead, d.out_tok[b, s], d.fed[r, s], d.gap[r, s], docs, schema.na_ids, term
-        )
-    none = torch.full((len(r), 1), -1, dtype=torch.long, device=r.device)  # past the drafts: no match
-    tokens = torch.cat([d.last[r, s][:, None], drafts, none], 1)
-    n = 1 + (drafts >= 0).sum(1)  # queries per open slot
-    ids, pos, order, valid, fed = drafting.queries(r, s, tokens, n, d.fed, d.start, len(d.row_map))
-    hidden = d.attn.step(model, ids, pos, order, valid, fed)  # [Nq, D] the queries, row-major
+    open_ = OpenSlots.of(d)
+    tokens, n = step_tokens(d, open_, schema)  # [M, 2 + K], [M]
+    hidden = d.attn.step(model, *pack_queries(d, open_, tokens, n))  # [sum n, D] row-major
     counters.forward_steps += 1
     counters.drafted += int(n.sum()) - len(n)
     d.steps += 1
-    first = n.cumsum(0) - n  # each slot's first query in hidden
-    reading = torch.ones_like(n, dtype=torch.bool)
+    first = n.cumsum(0) - n  # open slot k's first query in hidden
+    reading = torch.ones_like(n, dtype=torch.bool)  # open slots whose next output is read
     for i in range(int(n.max())):
-        m = (reading & (i < n)).nonzero().squeeze(1)
-        if len(m) == 0:
+        k = (reading & (i < n)).nonzero().squeeze(1)  # open slots whose output i is read
+        if len(k) == 0:
             break
-        tok, lp = hook.choose(logits(model, hidden[first[m] + i]), b[m], s[m])  # [M']
-        j = d.fed[r[m], s[m]] + 1  # the token number chosen
-        d.out_tok[b[m], s[m], j], d.out_lp[b[m], s[m], j] = tok, lp
-        d.fed[r[m], s[m]], d.last[r[m], s[m]] = j, tok
-        counters.tokens_decoded += len(m)
-        counters.accepted += len(m) if i else 0
-        reading[m] = drafting.confirmed(tok, tokens[m, i + 1], term, j, d.gap[r[m], s[m]])
-    d.open_ = d.open_ & (d.last != term) & (d.fed < d.gap)
+        row, slot = open_.row[k], open_.slot[k]
+        tok, lp = hook.choose(logits(model, hidden[first[k] + i]), row, slot)
+        number = d.fed[row, slot] + 1  # the value token chosen: its number
+        d.out_tok[row, slot, number], d.out_lp[row, slot, number] = tok, lp
+        d.fed[row, slot], d.last[row, slot] = number, tok
+        counters.tokens_decoded += len(k)
+        counters.accepted += len(k) if i else 0
+        reading[k] = confirmed(tok, tokens[k, i + 1], schema.terminator, number, d.rows.slot_gap[row, slot])
+    d.is_open = d.is_open & (d.last != schema.terminator) & (d.fed < d.rows.slot_gap)
+
+
+# ---------------------------------------------------------------------------------- the loop
+
+
+def drop_finished(d: Decoding, counters: Counters) -> None:
+    """Once half the rows the attention holds have finished, let the finished ones go from it
+    (fewer rows in every later forward)."""
+    going_on = d.is_open[d.attended].any(1)  # [B'] per attention row
+    if int(going_on.sum()) > len(d.attended) // 2:
+        return
+    keep = going_on.nonzero().squeeze(1)  # [B''] attention rows
+    counters.rows_dropped += len(d.attended) - len(keep)
+    d.attn.select_rows(keep)
+    d.attended = d.attended[keep]
 
 
 @torch.no_grad()
@@ -336,11 +397,8 @@ def decode_rows(
     hook = Constrained(rows, schema) if extractive else Greedy()
     d = prefill_rows(model, schema, prefix_cache, rows, hook, counters, attention, lookahead)
     tick(clock, device)
-    while max_steps is None or d.steps < max_steps:
-        n_open = d.open_.sum(1)  # [B']
-        if int(n_open.max()) == 0:
-            break
-        drop_finished(d, n_open, counters)
+    while (max_steps is None or d.steps < max_steps) and bool(d.is_open.any()):
+        drop_finished(d, counters)
         decode_step(model, d, hook, schema, counters)
         tick(clock, device)
     counters.max_steps_per_row_batch.append(d.steps)

@@ -5,7 +5,8 @@ the next positions of the slot's gap; under block attention a query sees its slo
 its own position, so the drafts are causal among themselves. hpd.decode_step then reads the
 outputs left to right: output i is chosen (greedy, under the slot's constraint) exactly as a step
 of one token would choose it, and output i + 1 is read only while the chosen token equals draft
-i + 1. The values are therefore those of one token per step; a step yields 1 to 1 + drafts tokens
+i + 1 (hpd.confirmed). This module only proposes the drafts; feeding and reading them is the
+step's own work (hpd.py), the same with drafts or without. The values are therefore those of one token per step; a step yields 1 to 1 + drafts tokens
 per slot. A rejected draft's cache column is left as it is: later queries of the slot see its
 columns up to their own position only, and the next step overwrites it.
 
@@ -42,30 +43,6 @@ def copies_per_slot(settings: Lookahead, n_open: int) -> int:
     if n_open == 0:
         return 0
     return max(0, min(settings.most, (settings.budget - n_open) // n_open))
-
-
-def queries(r, s, tokens, n, fed, start, rows: int):
-    """A step's queries: open slot (r[m], s[m]) feeds tokens[m, :n[m]] at its token numbers
-    fed[r, s], fed + 1, ... (positions from start[r, s]) -> (ids, positions, order, valid, fed)
-    [rows, Q] as the attention paths take them: each row's queries first, slot by slot."""
-    m, i = (torch.arange(tokens.shape[1], device=n.device) < n[:, None]).nonzero(as_tuple=True)
-    qr = r[m]
-    per_row = torch.bincount(qr, minlength=rows)
-    k = torch.arange(len(qr), device=qr.device) - (per_row.cumsum(0) - per_row)[qr]  # place in its row
-    shape = (rows, max(int(per_row.max()), 1))
-    order, number = (torch.zeros(shape, dtype=torch.long, device=qr.device) for _ in range(2))
-    ids, pos = torch.zeros_like(order), torch.zeros_like(order)
-    valid = torch.zeros(shape, dtype=torch.bool, device=qr.device)
-    f = fed[r, s][m] + i
-    order[qr, k], number[qr, k], ids[qr, k], valid[qr, k] = s[m], f, tokens[m, i], True
-    pos[qr, k] = start[r, s][m] + f
-    return ids, pos, order, valid, number
-
-
-def confirmed(tok, draft, term: int, number, gap) -> torch.Tensor:
-    """Whether a slot's next output is read: the draft fed after the token just chosen is that token,
-    the value goes on, and the token (number `number`) leaves room in the gap."""
-    return (tok == draft) & (tok != term) & (number < gap)
 
 
 def propose(

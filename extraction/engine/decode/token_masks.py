@@ -1,11 +1,11 @@
-"""Allowed-token masks: the one place a slot constraint's allowed ids become -inf logits.
+"""Allowed-token choice: the one place a slot constraint's allowed ids shape a token's choice.
 
-HPD's step chooses from the allowed (row, token) pairs (batched_constraints.BatchedConstraint.allowed)
-with masked_choice: the greedy token and its log-softmax over the allowed tokens, computed from the
-pairs' logits alone. allowed_mask / constrain take per-row allowed sets (the per-slot states of
-constraints.py: tests, one-off use); an allowed set is a list of ids or a LongTensor, None leaves
-a row unconstrained. masked_log_softmax is the dense form of the same log-softmax.
-"""
+HPD's step and AR-JSON's processor choose from the allowed (row, token) pairs
+(batched_constraints.BatchedConstraint.allowed) with masked_choice: the greedy token and its
+log-softmax over the allowed tokens, computed from the pairs' logits alone. allowed_mask turns
+per-row allowed sets (a list of ids or a LongTensor; None leaves a row unconstrained) into a mask
+over the vocabulary: training's extractive loss reads it (row_packing). The dense masked
+log-softmax masked_choice equals is the tests' reference (tests/support/reference_constraints.py)."""
 
 from __future__ import annotations
 
@@ -35,40 +35,13 @@ def allowed_mask(allowed: list, vocab: int, device=None) -> torch.Tensor:
     return mask
 
 
-def constrain(lp: torch.Tensor, allowed: list) -> torch.Tensor:
-    """lp [..., V] log-probabilities (unconstrained log-softmax); allowed: one entry per row of
-    lp.reshape(-1, V). Disallowed tokens get -inf and the allowed ones are renormalized, so the
-    confidence of a constrained value is its probability under the model restricted to the
-    allowed tokens (not the unconstrained probability). Rows with None are returned unchanged."""
-    V = lp.shape[-1]
-    mask = allowed_mask(allowed, V, lp.device)
-    free = torch.tensor([a is None for a in allowed], dtype=torch.bool, device=lp.device)
-    return constrain_masked(lp, mask, free)
-
-
-def constrain_masked(lp: torch.Tensor, mask: torch.Tensor, free: torch.Tensor) -> torch.Tensor:
-    """constrain with the mask already built (mask [rows, V] bool, free [rows] bool: unchanged
-    rows), e.g. by batched_constraints.BatchedConstraint.mask."""
-    V = lp.shape[-1]
-    flat = lp.reshape(-1, V)
-    out = torch.where(free[:, None], flat, masked_log_softmax(flat, mask))
-    return out.reshape(lp.shape)
-
-
-def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """logits [rows, V] (or log-probabilities: the same result), mask [rows, V] bool -> the
-    log-softmax over the allowed tokens, -inf elsewhere. The decoders' step takes it straight from
-    the logits: one log-softmax over the vocabulary per query, not one before and one after."""
-    return torch.log_softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)
-
-
 def masked_choice(
     logits: torch.Tensor, rows: torch.Tensor, tokens: torch.Tensor, free: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """logits [M, V] float32; the allowed tokens as (row, token) pairs, distinct, each row's tokens
     ascending; free [M] rows allow every token -> (token [M], its log-probability [M]): the
     greedy token among the allowed ones (the lowest id on a tie, as argmax) and its log-softmax
-    over them, as greedy(masked_log_softmax(logits, mask)) gives. Only the pairs' logits are read:
+    over them, as the greedy token of the log-softmax over the allowed tokens gives. Only the pairs' logits are read:
     a masked log-softmax over the whole vocabulary cost a tenth of an HPD step."""
     M = logits.shape[0]
     x = logits[rows, tokens]
