@@ -72,7 +72,7 @@ bench-import: venv services
 # own (slotwise_bench); prints requests/s, p50/p95/p99, errors, and lost / doubled writes.
 bench-load: venv services
 	@if [ -z "$${DATABASE_URL:-}" ]; then eval "$$($(PY) scripts/services.py urls)"; fi; \
-	$(PY) scripts/bench_load.py
+	$(PY) -m tools.bench.load
 
 clean-data: services-down
 	rm -rf .data

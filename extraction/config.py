@@ -52,11 +52,16 @@ def run_model_path(model_dir: str) -> Path:
 
 
 def bundled_model_label() -> str:
-    """Says whether the default model is there: without its weights the workers fall back to a random
-    stand-in, and an admin starting a run should know its values will be noise."""
+    """Says whether the default model is there: without it a run of the default model fails (the
+    workers never decode with random weights), and an admin starting one should know before."""
     if not bundled_model_missing():
         return f"Default model: {model_label(Path(settings.SLOTWISE_MODEL_DIR))}"
-    return "Random stand-in (no default model yet: run `make model`)"
+    return "Default model: not installed (run `make model`)"
+
+
+def no_model_message(directory: str) -> str:
+    """What a run of the default model, and the run form, say while `directory` holds no model."""
+    return f"No model is installed in {directory}: run `make model` there (a run of it fails until then)"
 
 
 def bundled_model_missing() -> bool:

@@ -67,8 +67,8 @@ class RunForm(forms.Form):
         self.fields["model_dir"].choices = with_versions(config.model_choices())
         if config.bundled_model_missing():
             self.fields["model_dir"].help_text = (
-                f"No trained model in {settings.SLOTWISE_MODEL_DIR} yet: the workers use a random "
-                "stand-in, so values will be noise."
+                config.no_model_message(settings.SLOTWISE_MODEL_DIR)
+                + "; the workers never decode with random weights instead."
             )
 
     def clean_stack(self):

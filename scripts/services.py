@@ -40,7 +40,8 @@ log = logging.getLogger("services")
 
 
 def export_lines(chosen: Ports, redis_db: int) -> str:
-    # The ports too: the fault drill recognises the local Redis by SLOTWISE_REDIS_PORT.
+    # The ports too, as overrides (ports.py): a process given these lines reads the same pair
+    # wherever its checkout is (the drill recognises this checkout's servers by it).
     return (
         f"export DATABASE_URL={database_url(chosen.pg)}\n"
         f"export REDIS_URL={redis_url(chosen.redis, redis_db)}\n"

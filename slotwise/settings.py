@@ -6,6 +6,7 @@ from pathlib import Path
 
 from extraction.engine.base_model import ARTIFACT_DIR, MODEL_DIR
 from extraction.engine.splits import DEFAULT_DATA
+from scripts.local_services.ports import local_database_url, local_redis_url
 from slotwise.env import env_bool, env_float, env_int, env_list, env_str, parse_database_url
 from slotwise.processes import needs_secret_key
 
@@ -37,6 +38,7 @@ INSTALLED_APPS = [
     "workers",
     "filestore",
     "training",
+    "tools",  # test and benchmark tooling: only its management commands (manage.py fault_drill ...)
 ]
 
 MIDDLEWARE = [
@@ -80,7 +82,7 @@ TEMPLATES = [
 
 DATABASES = {
     "default": {
-        **parse_database_url(env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5433/slotwise")),
+        **parse_database_url(env_str("DATABASE_URL", "") or local_database_url()),
         # A connection kept for a minute: opening one (a PostgreSQL backend forked, authenticated) cost
         # more CPU than the review queue's queries under load. The health check drops one the server
         # closed (a restart) before a request uses it.
@@ -130,7 +132,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 # Celery: Redis carries messages only; PostgreSQL holds the state of every piece of work.
-REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6380/0")
+REDIS_URL = env_str("REDIS_URL", "") or local_redis_url()  # unset: this checkout's own (scripts/services.py)
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
@@ -185,9 +187,6 @@ EXTRACTION_LOAD_RETRY_SECONDS = env_int("EXTRACTION_LOAD_RETRY_SECONDS", 60, min
 # How long a worker that lost PostgreSQL waits for it to come back before its task gives up (Celery
 # retries the task later).
 EXTRACTION_DATABASE_WAIT_SECONDS = env_int("EXTRACTION_DATABASE_WAIT_SECONDS", 120, minimum=1)
-# The fault drill's window for killing a worker while it writes a batch: record_results waits this
-# long inside its transaction, after the values and before the commit. 0 (off) but in a drill.
-EXTRACTION_DRILL_WRITE_PAUSE_SECONDS = env_int("EXTRACTION_DRILL_WRITE_PAUSE_SECONDS", 0, minimum=0)
 # Training jobs ("Improve the model", training/): minutes of training per job (a time cap; the most
 # a form may ask), the seeded share of reviewed products held back to prove the gain, public
 # products mixed in per reviewed product (so the model does not forget), steps and batch of the

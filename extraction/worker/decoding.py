@@ -30,6 +30,11 @@ class LoadFailedRecently(RuntimeError):
     """This process failed to load the model moments ago; another worker may serve the run."""
 
 
+class NoModelInstalled(RuntimeError):
+    """The default model is not on this machine: a worker never decodes with random weights instead
+    (the engine's random stand-in is for its own tests and CLI only)."""
+
+
 class DocumentTooLong(ValueError):
     """The product's prompt needs more positions than the model was built for."""
 
@@ -70,28 +75,28 @@ def fingerprint_for(model_dir: str, device: str) -> str:
     return _FINGERPRINTS[(model_dir, device)]
 
 
-def loaded_fingerprint(extractor, directory: str | None) -> str:
-    """The identity of what the Extractor loaded from `directory` (None: the engine's default): its
-    files and the precision it decodes in; the random stand-in is one identity of its own."""
-    from extraction.engine.api import default_model_dir
+def loaded_fingerprint(extractor, directory: str) -> str:
+    """The identity of what the Extractor loaded from `directory`: its files and the precision it
+    decodes in."""
     from extraction.engine.fingerprint import model_fingerprint
 
-    path = None if extractor.random_standin else Path(directory or default_model_dir())
-    return model_fingerprint(path, str(extractor.torch_dtype).removeprefix("torch."))
+    return model_fingerprint(Path(directory), str(extractor.torch_dtype).removeprefix("torch."))
 
 
-def engine_model_dir(model_dir: str) -> str | None:
+def engine_model_dir(model_dir: str) -> str:
     """The directory the engine is handed for a run's model_dir. A stored version ("version:<id>")
     is this machine's cached copy of it (fetched from PostgreSQL once). The bundled model is
-    settings.SLOTWISE_MODEL_DIR; while that holds no model yet, None: the engine's default, a random
-    stand-in when `make model` has not run (what the run form says the workers use)."""
+    settings.SLOTWISE_MODEL_DIR; while that holds no model, NoModelInstalled: the run page shows it
+    as this worker's failed load, and the run fails once no worker could load it (failures.py)."""
     version_id = version_id_of(model_dir)
     if version_id is not None:
         return str(local_dir(version_id))  # a stored version, unpacked into this machine's cache
     if model_dir != config.BUNDLED:
         return model_dir
     configured = settings.SLOTWISE_MODEL_DIR
-    return configured if config.has_model(Path(configured)) else None
+    if not config.has_model(Path(configured)):
+        raise NoModelInstalled(config.no_model_message(configured))
+    return configured
 
 
 def attribute_specs(schema_id: int, sizes: dict[str, int] | None = None) -> list:

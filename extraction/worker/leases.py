@@ -12,13 +12,13 @@ Lock order is items, then the run row (record_results); leasing locks items only
 (SKIP LOCKED), and cancelling touches only queued items, so these never deadlock.
 """
 
-import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Min
 from django.utils import timezone
 
@@ -27,6 +27,11 @@ from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.normalize import normalize_value
 from extraction.worker import incidents
 from review.opening import open_reviews
+
+# Called inside record_results' transaction once a batch's values are written, before the commit;
+# None here and in every product process. The fault drill's workers set it (tools/drill/write_pause.py)
+# to hold the transaction open and be killed in it.
+on_values_written: Callable[[list[ExtractedValue]], None] | None = None
 
 
 @dataclass
@@ -147,8 +152,8 @@ def record_results(
                 update_fields=["raw_text", "value", "confidence", "truncated", "steps"],
             )
             open_reviews(rows)  # bulk_create set each row's pk, the upserted ones' included
-            if settings.EXTRACTION_DRILL_WRITE_PAUSE_SECONDS:
-                _pause_for_the_drill()
+            if on_values_written is not None:
+                on_values_written(rows)
         finished = {"lease_expires_at": None, "finished_at": now, "done_by": owner, "writes": F("writes") + 1}
         WorkItem.objects.filter(id__in=done_ids).update(status=WorkItem.Status.DONE, error="", **finished)
         for item_id, error in failed:
@@ -164,21 +169,6 @@ def record_results(
         )
         _finish_if_complete(run_id, now)
     return len(ours)
-
-
-# The name a worker's connection carries while the drill's pause holds its write transaction open:
-# the drill finds its victim by this marker in pg_stat_activity, whatever statement came last.
-DRILL_WRITE_MARKER = "slotwise-drill-write-pause"
-
-
-def _pause_for_the_drill() -> None:
-    """Wait inside the write transaction (values inserted, not committed) so the drill can kill us.
-
-    SET LOCAL names the connection for this transaction only: a commit or a rollback (the backend
-    ending with the killed worker) takes the name away with it."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('application_name', %s, true)", [DRILL_WRITE_MARKER])
-    time.sleep(settings.EXTRACTION_DRILL_WRITE_PAUSE_SECONDS)  # the drill kills the worker here
 
 
 def release_own_leases(item_ids: list[int], owner: str) -> int:

@@ -143,7 +143,6 @@ def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
         extractor.model_revision,
         {
             "device": device,
-            "random_standin": bool(getattr(extractor, "random_standin", False)),
             "extractive": bool(getattr(extractor, "extractive", False)),
             # the precision it decoded in (a model's slotwise.json "cpu_dtype" on the CPU)
             "dtype": str(getattr(extractor, "torch_dtype", "")).removeprefix("torch."),

@@ -66,6 +66,12 @@ def _port_from_env(name: str, default: int) -> int:
     return int(raw)
 
 
+def _overridden(claimed: Ports) -> Ports:
+    return Ports(
+        _port_from_env("SLOTWISE_PG_PORT", claimed.pg), _port_from_env("SLOTWISE_REDIS_PORT", claimed.redis)
+    )
+
+
 def ports(checkout: Checkout) -> Ports:
     """SLOTWISE_PG_PORT / SLOTWISE_REDIS_PORT if set, else the recorded pair, else one chosen now."""
     claimed = recorded_ports(checkout)
@@ -75,9 +81,23 @@ def ports(checkout: Checkout) -> Ports:
         partial = checkout.ports_file.with_suffix(f".{os.getpid()}.tmp")
         partial.write_text(json.dumps(asdict(claimed)) + "\n")
         partial.replace(checkout.ports_file)  # atomic: two commands choosing at once agree
-    return Ports(
-        _port_from_env("SLOTWISE_PG_PORT", claimed.pg), _port_from_env("SLOTWISE_REDIS_PORT", claimed.redis)
-    )
+    return _overridden(claimed)
+
+
+def known_ports(checkout: Checkout) -> Ports:
+    """The ports as `ports` gives them, read only: nothing is probed, chosen or written (a checkout
+    whose servers never started has the legacy pair). Settings' defaults and the drill read this."""
+    return _overridden(recorded_ports(checkout) or Ports(*LEGACY_PORTS))
+
+
+def local_database_url() -> str:
+    """This checkout's own PostgreSQL: DATABASE_URL's default when it is unset."""
+    return database_url(known_ports(Checkout.here()).pg)
+
+
+def local_redis_url() -> str:
+    """This checkout's own Redis: REDIS_URL's default when it is unset."""
+    return redis_url(known_ports(Checkout.here()).redis)
 
 
 def database_url(port: int) -> str:

@@ -1,7 +1,7 @@
 """Start real Celery worker processes against the test database.
 
 The tests start workers exactly the way the fault drill and the benchmark do
-(extraction/worker/processes.py), only with the test settings module.
+(tools/worker_processes.py), only with the test settings module.
 """
 
 import os
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from extraction.worker import processes as worker_processes
+from tools import worker_processes
 
 stop_worker = worker_processes.stop_worker
 

@@ -12,10 +12,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from extraction.services import RunRequest, do_start_run
-from extraction.worker.processes import kill_worker
 from review.models import GoldValue
 from tests.support.training import TINY_JOB_ENV, reviewed_catalog, tiny_job
 from tests.support.workers import start_worker, stop_worker, wait_for_log, wait_until
+from tools.worker_processes import kill_worker
 from training.archive import sha256_hex
 from training.models import ModelVersion, TrainingJob
 from training.services import do_cancel_job, resume_stalled_jobs, wait_for_job

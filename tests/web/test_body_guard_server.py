@@ -20,7 +20,7 @@ from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 
-from extraction.worker.processes import current_database_url
+from tools.worker_processes import current_database_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

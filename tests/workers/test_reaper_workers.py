@@ -1,6 +1,7 @@
 """The periodic reaper and model load failures with real Celery worker processes, a real `celery
 beat`, PostgreSQL and Redis: a dead worker's lease released and its work completed, lost wake-ups
-recovered by beat's own schedule, and a model that fails to load on one worker served by another."""
+recovered by beat's own schedule, a model that fails to load on one worker served by another, and a
+worker without a model refusing to decode with random weights."""
 
 import shutil
 import time
@@ -13,7 +14,7 @@ from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
-from extraction.models import ModelLoadFailure, Run, WorkItem
+from extraction.models import ExtractedValue, ModelLoadFailure, Run, WorkItem
 from extraction.services import RunRequest, do_start_run
 from extraction.worker.leases import lease_batch
 from tests.support.runs_catalog import make_catalog
@@ -143,3 +144,27 @@ def test_a_model_that_fails_to_load_leaves_the_run_waiting_until_a_worker_can_lo
     } == {"good"}
     page = client_for(bob).get(reverse("extraction:detail", args=[run.id])).content.decode()
     assert "waiting for another worker" not in page and "failed model load" in page
+
+
+def test_a_worker_without_a_model_never_decodes_with_random_weights_and_the_run_says_to_run_make_model(
+    processes, tmp_path, client_for, bob
+):
+    """Issue 32: the engine's random stand-in is for its own tests and CLI; a worker whose
+    SLOTWISE_MODEL_DIR holds no model (`make model` never ran there) refuses the default model's run,
+    which fails with that error on its page, writing nothing and removing nothing."""
+    not_made = tmp_path / "slotwise-smollm2"  # `make model` would assemble the default model here
+    catalog = make_catalog(shoes=3, coffee=0)
+    products = set(catalog.products.values_list("id", flat=True))
+    run = do_start_run(RunRequest(decoder="hpd", catalog=catalog, batch_size=3))[0]
+    assert run.model_dir == ""  # the default model, the shipped version
+    processes("gpu", "w1", SLOTWISE_MODEL_DIR=str(not_made), EXTRACTION_MAX_LOAD_FAILURES="1")
+
+    run = wait_until(lambda: finished(run), timeout=RUN_TIMEOUT, what="the run to fail")
+    expected = f"No model is installed in {not_made}: run `make model` there"
+    assert run.status == Run.Status.FAILED and expected in run.error, run.error
+    assert (run.model_name, run.done) == ("", 0)  # nothing was loaded, nothing decoded
+    assert not ExtractedValue.objects.filter(run=run).exists()
+    assert set(WorkItem.objects.filter(run=run).values_list("status", flat=True)) == {"cancelled"}
+    assert set(catalog.products.values_list("id", flat=True)) == products
+    page = client_for(bob).get(reverse("extraction:detail", args=[run.id])).content.decode()
+    assert "NoModelInstalled: No model is installed in" in page and "run `make model` there" in page

@@ -142,12 +142,12 @@ def start_dir(job: TrainingJob, scratch: Path) -> tuple[Path, str]:
         origin = old = cache.local_dir(parent.pk)
     data = TrainingJob.objects.filter(pk=job.pk).values_list("checkpoint", flat=True).get()
     if not data:
-        return origin, str(old) if old else None
+        return origin, str(old)
     resumed = scratch / "checkpoint"
     resumed.mkdir()
     data = bytes(data)
     unpack(data, sha256_hex(data), resumed)
-    return resumed, str(old) if old else None
+    return resumed, str(old)
 
 
 def public_data() -> list[Path]:

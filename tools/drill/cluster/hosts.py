@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts.cluster.network import Network
+from tools.drill.cluster.network import Network
 
 PG_USER = "pgserver"  # PostgreSQL refuses root; the account the checkout's own server uses
 PG_PORT, REDIS_PORT, WEB_PORT = 5432, 6379, 8000

@@ -4,7 +4,7 @@ that any prefix holds every category, repeating under new SKUs past the demo's s
 import pytest
 
 from catalog.models import Product
-from extraction.bench_catalogs import DEMO_CATALOG, demo_bench_catalog
+from tools.bench.catalogs import DEMO_CATALOG, demo_bench_catalog
 
 pytestmark = pytest.mark.django_db
 

@@ -2,30 +2,24 @@
 
     .venv/bin/python manage.py fault_drill --products 200 --workers 2 [--cases a,b] [--model DIR]
 
-Cases (extraction/drill_cases.py): kill_and_redis (a worker SIGKILLed mid-batch, Redis restarted),
+Cases (tools/drill/cases.py): kill_and_redis (a worker SIGKILLed mid-batch, Redis restarted),
 postgres_restart, kill_while_writing (SIGKILL inside the write transaction), model_removed (the
 model directory deleted mid-run). Prints ONE JSON line per case: case, products, values_expected,
 values_stored, lost, duplicated, failed, seconds, what the drill did, run_page (what the run page
-says happened), page_says_what_happened, error, ok. A case that breaks (say, it cannot find the
-moment to strike) still prints its line, with `error` saying why, and the drill goes on. Exits 1
-when a case lost or duplicated anything, its run did not finish, its run page does not say what
-happened, or it broke. Worker logs go to .data/drill/.
+says happened), page_says_what_happened, error, ok. Exits 1 when a case lost or duplicated
+anything, its run did not finish, its run page does not say what happened, or it broke (the drill
+itself: tools/drill/fault.py). Worker logs go to .data/drill/.
 
 It restarts only this checkout's PostgreSQL and Redis (scripts/services.py checks whose they are):
 run it in a checkout of its own, never beside servers others use. The model defaults to the small
 fast models/slotwise-ave.
 """
 
-import json
-import logging
-
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from extraction import drill
-from extraction.drill_cases import CASE_CLASSES, CASES, Setup
-
-log = logging.getLogger(__name__)
+from tools.drill.cases import CASES
+from tools.drill.fault import run_fault_drill, unknown_cases
 
 
 class Command(BaseCommand):
@@ -47,26 +41,7 @@ class Command(BaseCommand):
         if products < 1 or workers < 1:
             raise CommandError("--products and --workers must be at least 1")
         chosen = [name.strip() for name in cases.split(",") if name.strip()]
-        unknown = [name for name in chosen if name not in CASE_CLASSES]
-        if unknown:
+        if unknown := unknown_cases(chosen):
             raise CommandError(f"--cases: {', '.join(unknown)} not among {', '.join(CASES)}")
-        setup = Setup(
-            catalog=drill.drill_catalog(f"Fault drill ({products} products)", products),
-            workers=workers,
-            batch_size=batch_size or max(2, min(16, products // (8 * workers))),
-            model_dir=model,
-            log_dir=settings.BASE_DIR / ".data" / "drill",
-            timeout=timeout,
-        )
-        failed = []
-        for name in chosen:
-            try:
-                result = CASE_CLASSES[name](setup).run()
-            except Exception as exc:  # noqa: BLE001 - one broken case must not hide the cases after it
-                log.exception("fault drill case %s broke", name)
-                result = {"case": name, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
-            self.stdout.write(json.dumps(result))
-            if not result["ok"]:
-                failed.append(name)
-        if failed:
+        if run_fault_drill(products, workers, batch_size, timeout, chosen, model, self.stdout.write):
             raise SystemExit(1)

@@ -11,8 +11,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from review.load_bench import check
-from review.management.commands.bench_load_seed import refuse_unless_bench_database
+from tools.bench.load.data import check, refuse_unless_bench_database
 
 
 class Command(BaseCommand):

@@ -1,4 +1,4 @@
-"""Real Celery worker processes for the fault drill and the benchmark (what `make dev` runs).
+"""Real Celery worker processes for the drills, the benchmarks and the tests (what `make dev` runs).
 
 Each worker starts in its own process group, so a SIGKILL of the group takes its pool child with it,
 as when a machine or a container dies.
@@ -20,7 +20,10 @@ def current_database_url() -> str:
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
-def start_worker(name: str, log_dir: Path, env: dict | None = None, queues: str = "gpu") -> subprocess.Popen:
+def start_worker(
+    name: str, log_dir: Path, env: dict | None = None, queues: str = "gpu", app: str = "workers"
+) -> subprocess.Popen:
+    """A worker of the Celery app `app` (the product's, or a drill's that adds a hook) on `queues`."""
     log_dir.mkdir(parents=True, exist_ok=True)
     worker_env = {
         **os.environ,
@@ -36,7 +39,7 @@ def start_worker(name: str, log_dir: Path, env: dict | None = None, queues: str 
                 "-m",
                 "celery",
                 "-A",
-                "workers",
+                app,
                 "worker",
                 "-Q",
                 queues,

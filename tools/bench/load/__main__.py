@@ -1,13 +1,13 @@
 """The review load benchmark (`make bench-load`): locust's simulated reviewers against gunicorn.
 
-    .venv/bin/python scripts/bench_load.py [--users 50] [--seconds 60] [--products 5000]
+    .venv/bin/python -m tools.bench.load [--users 50] [--seconds 60] [--products 5000]
 
 1. A database of its own on the same PostgreSQL server (DATABASE_URL's, named slotwise_bench, or
    BENCH_DATABASE_NAME): created when missing, migrated, seeded with `manage.py bench_load_seed`
    (PRODUCTS products, 4 values each, one finished run, one reviewer per simulated user). It never
    touches the dev database.
 2. gunicorn as docker-compose.yml runs it (3 sync workers, DEBUG off), on a free local port.
-3. locust, headless: USERS reviewers for SECONDS seconds (scripts/review_locustfile.py).
+3. locust, headless: USERS reviewers for SECONDS seconds (tools/bench/load/locustfile.py).
 4. `manage.py bench_load_check`: every write a simulated user saw succeed is stored once, with its
    history and its gold.
 
@@ -32,7 +32,8 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]  # the checkout: tools/bench/load/__main__.py
+LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 PY = sys.executable
 BIN = Path(PY).parent
 P95_TARGET_MS = 300
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                 [
                     str(BIN / "locust"),
                     "-f",
-                    str(ROOT / "scripts" / "review_locustfile.py"),
+                    str(LOCUSTFILE),
                     "--headless",
                     "--users",
                     str(args.users),

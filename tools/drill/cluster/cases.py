@@ -29,11 +29,12 @@ from django.db import connections
 
 from accounts.roles import ADMIN
 from catalog.models import ImportJob
-from extraction import drill
 from extraction.models import Run, WorkItem
-from scripts.cluster.browser import Browser
-from scripts.cluster.hosts import DATABASE, PG_PORT, Cluster
-from scripts.cluster.network import Network, remove_leftovers
+from tools.drill.catalog import DRILL_CATEGORY, drill_category, synthetic_titles
+from tools.drill.cluster.browser import Browser
+from tools.drill.cluster.hosts import DATABASE, PG_PORT, Cluster
+from tools.drill.cluster.network import Network, remove_leftovers
+from tools.drill.tally import tally
 
 LEASE_SECONDS = 8
 REAPER_SECONDS = 4
@@ -110,7 +111,7 @@ class Drill:
         call_command("migrate", verbosity=0, interactive=False)
         admin = User.objects.create_user(DRILL_USER, password=self.password)
         admin.groups.add(Group.objects.get_or_create(name=ADMIN)[0])
-        drill.drill_category()
+        drill_category()
 
     @staticmethod
     def _create_database(address: str) -> bool:
@@ -124,8 +125,8 @@ class Drill:
         return True
 
     def import_catalog(self) -> int:
-        rows = [f"CD-{i:05d},{title},{drill.DRILL_CATEGORY}" for i, title in
-                zip(range(self.options.products), drill.synthetic_titles(), strict=False)]  # fmt: skip
+        rows = [f"CD-{i:05d},{title},{DRILL_CATEGORY}" for i, title in
+                zip(range(self.options.products), synthetic_titles(), strict=False)]  # fmt: skip
         content = ("sku,title,category\n" + "\n".join(rows) + "\n").encode()
         job_id = self.browser.upload("drill-catalog.csv", content, "Cluster drill")
         self.browser.map_and_start(job_id, {"sku": "0", "title": "1", "description": "", "category": "2",
@@ -180,7 +181,7 @@ class Drill:
         run_id = self.browser.start_run(catalog_id, self.options.batch_size, f"Cluster drill: {name}")
         did = disrupt(run_id)
         run = self.wait_for_run(run_id)
-        result = {"case": name, **drill.tally(run, time.monotonic() - started).as_dict(), "run": run_id,
+        result = {"case": name, **tally(run, time.monotonic() - started).as_dict(), "run": run_id,
                   "status": run.status, **did}  # fmt: skip
         page = self.browser.run_page_lines(run_id)
         said = any(expect in line for line in page) if expect else True

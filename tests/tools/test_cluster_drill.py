@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts.cluster.hosts import Cluster
-from scripts.cluster.network import Network, base36, remove_leftovers
+from tools.drill.cluster.hosts import Cluster
+from tools.drill.cluster.network import Network, base36, remove_leftovers
 
 ROOT = Path(__file__).resolve().parents[2]
 as_root = pytest.mark.skipif(

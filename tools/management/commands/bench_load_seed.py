@@ -10,20 +10,8 @@ database whose name does not end in "bench": the benchmark never writes a dev da
 import json
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection
 
-from review.load_bench import seed
-
-BENCH_DATABASE_SUFFIX = "bench"
-
-
-def refuse_unless_bench_database() -> None:
-    name = connection.settings_dict["NAME"]
-    if not name.endswith(BENCH_DATABASE_SUFFIX):
-        raise CommandError(
-            f"database {name!r} is not a benchmark database (its name must end in "
-            f"{BENCH_DATABASE_SUFFIX!r}): run it through `make bench-load`"
-        )
+from tools.bench.load.data import refuse_unless_bench_database, seed
 
 
 class Command(BaseCommand):

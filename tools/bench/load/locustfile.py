@@ -1,4 +1,4 @@
-"""Locust's simulated reviewers for `make bench-load` (scripts/bench_load.py starts locust with this file).
+"""Locust's simulated reviewers for `make bench-load` (tools/bench/load/__main__.py starts locust with it).
 
 Each simulated user signs in as its own reviewer (bench-reviewer-001, -002, ...: distinct users with the
 right password, so sign-in throttling never locks anyone out), then works like a person: opens the

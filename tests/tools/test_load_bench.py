@@ -6,7 +6,7 @@ from django.core.management import CommandError, call_command
 
 from extraction.models import ExtractedValue, Run
 from review.actions import do_review
-from review.load_bench import bench_username, check, seed
+from tools.bench.load.data import bench_username, check, seed
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "bench password 15"

@@ -5,8 +5,8 @@ import pytest
 import redis
 from django.conf import settings
 
-from extraction import drill
-from extraction.drill_cases import KillWhileWriting, Setup
+from tools.drill.cases import KillWhileWriting, Setup
+from tools.drill.catalog import drill_catalog
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -19,7 +19,7 @@ def empty_queue():
 
 def test_it_kills_a_worker_inside_its_write_transaction_and_loses_nothing(tmp_path):
     setup = Setup(
-        catalog=drill.drill_catalog("Fault drill (12 products)", 12),
+        catalog=drill_catalog("Fault drill (12 products)", 12),
         workers=1,
         batch_size=4,
         model_dir=settings.FAST_MODEL_DIR,

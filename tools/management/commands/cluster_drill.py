@@ -1,4 +1,4 @@
-"""The cluster drill (scripts/cluster/cases.py): every Slotwise process on a host of its own.
+"""The cluster drill (tools/drill/cluster/): every Slotwise process on a host of its own.
 
     sudo .venv/bin/python manage.py cluster_drill [--products 80] [--batch-size 4] [--timeout 600]
 
@@ -11,17 +11,9 @@ case lost, duplicated or failed anything, or its run page did not say what happe
 or, for a drill that was SIGKILLed, when the next one starts. Logs: .data/cluster-drill/.
 """
 
-import os
-import shutil
-import signal
-from pathlib import Path
-
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-
-def _stop(signum, frame):
-    raise SystemExit(128 + signum)  # unwinds through the drill's clean-up
+from tools.drill.cluster.start import missing_requirement, run_cluster_drill
 
 
 class Command(BaseCommand):
@@ -33,31 +25,9 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=600, help="seconds each run or wait may take")
 
     def handle(self, *args, products, batch_size, timeout, **options):
-        if os.geteuid() != 0:
-            raise CommandError(
-                "cluster_drill needs root: it makes network and mount namespaces (ip netns, unshare). "
-                "Run it as root in a machine or container of its own."
-            )
-        if not shutil.which("ip") or not shutil.which("unshare"):
-            raise CommandError("cluster_drill needs `ip` (iproute2) and `unshare` (util-linux)")
+        if missing := missing_requirement():
+            raise CommandError(missing)
         if products < 1 or batch_size < 1:
             raise CommandError("--products and --batch-size must be at least 1")
-        from scripts.cluster.cases import Drill, Options
-
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, _stop)
-        log_dir = settings.BASE_DIR / ".data" / "cluster-drill"
-        shutil.rmtree(log_dir, ignore_errors=True)
-        drill = Drill(
-            Options(
-                products,
-                batch_size,
-                timeout,
-                log_dir,
-                Path(settings.FAST_MODEL_DIR),  # each GPU host copies it as its bundled model
-                settings.BASE_DIR,
-            ),
-            say=self.stdout.write,
-        )
-        if not drill.run():
+        if not run_cluster_drill(products, batch_size, timeout, self.stdout.write):
             raise SystemExit(1)

@@ -7,7 +7,9 @@ for the run to end and reports lost / duplicated values and what the run page sa
 - model_removed: the run's model directory deleted mid-run; a worker killed and its replacement
   cannot load the model; the workers that loaded it before finish the run.
 
-Every case restarts only this checkout's servers (scripts/services.py checks whose they are).
+Every case restarts only this checkout's servers (scripts/services.py checks whose they are). The
+kill_while_writing victim is a drill worker (tools/drill/write_pause.py): its hook holds the write
+transaction open, where the product's worker has none.
 """
 
 import html
@@ -27,11 +29,12 @@ from django_htmx.middleware import HtmxDetails
 
 from accounts.roles import ADMIN
 from catalog.models import Catalog
-from extraction import drill, views
+from extraction import views
 from extraction.models import ModelLoadFailure, Run, WorkItem
 from extraction.services import RunRequest, do_start_run, kick_if_stalled
-from extraction.worker import processes as worker_processes
-from extraction.worker.leases import DRILL_WRITE_MARKER
+from tools import worker_processes
+from tools.drill import servers, write_pause
+from tools.drill.tally import tally
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +81,18 @@ class Case:
     def worker_env(self, name: str) -> dict:
         return {"EXTRACTION_LEASE_SECONDS": str(DRILL_LEASE_SECONDS)}
 
+    def worker_app(self, name: str) -> str:
+        """The Celery app the worker runs: the product's, unless a case gives one a hook."""
+        return "workers"
+
     @property
     def model_dir(self) -> str:
         return self.setup.model_dir
 
     def start_worker(self, name: str):
-        self.pool[name] = worker_processes.start_worker(name, self.setup.log_dir, self.worker_env(name))
+        self.pool[name] = worker_processes.start_worker(
+            name, self.setup.log_dir, self.worker_env(name), app=self.worker_app(name)
+        )
 
     def run(self) -> dict:
         for i in range(1, self.setup.workers + 1):
@@ -110,7 +119,7 @@ class Case:
             for proc in self.pool.values():
                 worker_processes.stop_worker(proc)
             self.cleanup()
-        result = {"case": self.name, **drill.tally(run, seconds).as_dict(), "run": run.id}
+        result = {"case": self.name, **tally(run, seconds).as_dict(), "run": run.id}
         if run.status != Run.Status.DONE:
             self.outcome.notes.append(f"run {run.id} ended {run.status}: {run.error or 'timed out'}")
         page = run_page_lines(run)
@@ -203,9 +212,9 @@ class KillAndRedis(Case):
         self.outcome.did["killed"] = self.kill(self.wait_for("lease", lambda: self.lease_holder(run)))
         self.outcome.expect_on_page = "had expired"
         self.replace_if_alone()
-        restarted = drill.redis_is_local()
+        restarted = servers.redis_is_local()
         if restarted:
-            drill.restart_redis()
+            servers.restart_redis()
         else:
             self.outcome.notes.append(
                 f"REDIS_URL {settings.REDIS_URL} is not this checkout's Redis: not restarted"
@@ -219,14 +228,14 @@ class PostgresRestart(Case):
     name = "postgres_restart"
 
     def disrupt(self, run: Run) -> None:
-        if not drill.postgres_is_local():
+        if not servers.postgres_is_local():
             self.outcome.notes.append("DATABASE_URL is not this checkout's PostgreSQL: not restarted")
             self.outcome.did["postgres_restarted"] = False
             return
         self.wait_for("lease", lambda: self.lease_holder(run))
         connection.close()
         down = time.monotonic()
-        drill.restart_postgres()
+        servers.restart_postgres()
         self.outcome.did.update(postgres_restarted=True, restart_seconds=round(time.monotonic() - down, 1))
         self.outcome.expect_on_page = "lost its PostgreSQL connection"
 
@@ -242,8 +251,11 @@ class KillWhileWriting(Case):
     def worker_env(self, name: str) -> dict:
         env = super().worker_env(name)
         if name == self.victim():
-            env["EXTRACTION_DRILL_WRITE_PAUSE_SECONDS"] = str(WRITE_PAUSE_SECONDS)
+            env[write_pause.PAUSE_ENV] = str(WRITE_PAUSE_SECONDS)
         return env
+
+    def worker_app(self, name: str) -> str:
+        return "tools.drill.write_pause" if name == self.victim() else super().worker_app(name)
 
     def disrupt(self, run: Run) -> None:
         self.wait_for("write transaction held open", self.open_write_transaction)
@@ -258,11 +270,11 @@ class KillWhileWriting(Case):
 
     def open_write_transaction(self) -> bool:
         """The victim's connection inside its write transaction: the worker names it with the drill's
-        marker for that transaction only (leases.DRILL_WRITE_MARKER), whatever statement came last."""
+        marker for that transaction only (write_pause.WRITE_MARKER), whatever statement came last."""
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT 1 FROM pg_stat_activity WHERE application_name = %s AND state = 'idle in transaction'",
-                [DRILL_WRITE_MARKER],
+                [write_pause.WRITE_MARKER],
             )
             return cursor.fetchone() is not None
 

@@ -2,8 +2,8 @@
 check afterwards that every write the simulated reviewers saw succeed is stored once with its history.
 
 `manage.py bench_load_seed` builds the data, `manage.py bench_load_check` compares the database with
-the simulated users' records; `scripts/bench_load.py` (`make bench-load`) runs both around gunicorn and
-locust against a database of its own.
+the simulated users' records; `python -m tools.bench.load` (`make bench-load`) runs both around
+gunicorn and locust against a database of its own.
 """
 
 import itertools
@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 
 from django.contrib.auth.hashers import make_password
 from django.contrib.auth.models import Group, User
-from django.db import transaction
+from django.core.management.base import CommandError
+from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
@@ -32,6 +33,17 @@ _COLORS = ["black", "white", "silver", "blue", "red", "green"]
 _CONNECTIVITY = ["bluetooth", "wired", "usb-c", "2.4 GHz wireless"]
 _FITS = ["over-ear", "on-ear", "in-ear", "earbuds"]
 SEED = 15  # the same catalog and confidences every time
+BENCH_DATABASE_SUFFIX = "bench"
+
+
+def refuse_unless_bench_database() -> None:
+    """The benchmark writes only a database whose name ends in "bench", never a dev database."""
+    name = connection.settings_dict["NAME"]
+    if not name.endswith(BENCH_DATABASE_SUFFIX):
+        raise CommandError(
+            f"database {name!r} is not a benchmark database (its name must end in "
+            f"{BENCH_DATABASE_SUFFIX!r}): run it through `make bench-load`"
+        )
 
 
 def bench_username(n: int) -> str:
