@@ -1,11 +1,11 @@
 """`manage.py learning_curve --data FILE.jsonl --review N [--order useful|random] [--seed S]`: one
-point of the learning curve, through the real run and training workers (tools/learning_curve.py)."""
+point of the learning curve, through the real run and training workers (tools/bench/learning_curve.py)."""
 
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from tools.learning_curve import ORDERS, CurveError, CurveRequest, run_point, summary
+from tools.bench.learning_curve import ORDERS, CurveError, CurveRequest, run_point, summary
 
 
 class Command(BaseCommand):
