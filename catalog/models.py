@@ -5,7 +5,7 @@ from django.db import models
 
 from catalog import kinds
 from catalog.imports.read import FileFormat
-from extraction.domain import DEFAULT_TOKEN_BUDGET
+from catalog.kinds import DEFAULT_TOKEN_BUDGET
 
 
 class Catalog(models.Model):

@@ -31,7 +31,7 @@ from extraction import drill, views
 from extraction.models import ModelLoadFailure, Run, WorkItem
 from extraction.services import RunRequest, do_start_run, kick_if_stalled
 from extraction.worker import processes as worker_processes
-from extraction.worker.leases import DRILL_WRITE_MARKER
+from runner.leases import DRILL_WRITE_MARKER
 
 log = logging.getLogger(__name__)
 

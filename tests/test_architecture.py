@@ -46,7 +46,7 @@ def test_the_web_process_never_imports_torch():
         [sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "catalog.views" in result.stdout and "extraction.worker.loop" in result.stdout
+    assert "catalog.views" in result.stdout and "runner.loop" in result.stdout
     assert "TORCH False False" in result.stdout, result.stdout
 
 
@@ -171,7 +171,7 @@ def test_no_import_cycle_between_the_projects_modules():
 
 def test_the_web_side_only_enqueues_and_never_imports_the_worker_package():
     graph = import_graph(project_files())
-    assert "extraction.worker.loop" in graph  # the graph knows the worker package
+    assert "runner.loop" in graph  # the graph knows the worker package
     for web_module in (
         "extraction.services",
         "extraction.views",

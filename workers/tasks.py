@@ -1,4 +1,4 @@
-"""Celery tasks: thin, carrying ids only; the work is in extraction.worker.loop / leases.
+"""Celery tasks: thin, carrying ids only; the work is in runner.loop / leases.
 
 Tasks named workers.tasks.gpu_* are routed to the `gpu` queue (settings.CELERY_TASK_ROUTES). This
 module imports no torch: the engine is loaded lazily by the first task a worker process runs.
@@ -11,8 +11,10 @@ from celery import shared_task
 from celery.signals import worker_ready
 from celery.utils.nodenames import worker_direct
 from django.db import InterfaceError, OperationalError
+from django.dispatch import receiver
 
-from workers import task_names
+from extraction.services import kick_run, run_wakeup
+from training.services import job_wakeup
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +25,7 @@ CONTINUE_RETRY_POLICY = {"max_retries": 30, "interval_start": 0.5, "interval_ste
 
 @shared_task(
     bind=True,
-    name=task_names.GPU_PROCESS_RUN,
+    name="workers.tasks.gpu_process_run",
     autoretry_for=(OperationalError, InterfaceError),
     retry_backoff=2,
     max_retries=5,
@@ -34,13 +36,29 @@ def gpu_process_run(self, run_id: int | None = None) -> None:
     run_id None: only look for waiting work (sent when a worker starts, so a run whose wake-up
     messages were lost still finishes).
     """
-    from extraction.worker.loop import process_runs
+    from runner.loop import process_runs
 
     owner = f"{self.request.hostname or 'worker'}/pid{os.getpid()}"
-    unfinished = process_runs(run_id, owner)
+    unfinished = process_runs(run_id, owner, wake=wake_run)
     if unfinished is not None:
         # Its time slice is over: queue the next one (broker hiccups are retried for a minute).
         gpu_process_run.apply_async((unfinished,), retry=True, retry_policy=CONTINUE_RETRY_POLICY)
+
+
+def send_gpu_wakeup(run_id: int) -> None:
+    """One wake-up message of a run: the GPU task, for whichever GPU worker takes it."""
+    gpu_process_run.apply_async((run_id,), retry=False)
+
+
+def wake_run(run_id: int, total: int | None = None) -> bool:
+    """The runner loop's wake-up (passed to it above): kick_run sending this module's task."""
+    return kick_run(run_id, total, send=send_gpu_wakeup)
+
+
+@receiver(run_wakeup, dispatch_uid="workers.tasks.answer_run_wakeup")
+def answer_run_wakeup(sender, run_id: int, **kwargs) -> None:
+    """The web side's and the reaper's wake-up of a run (extraction.services.kick_run)."""
+    send_gpu_wakeup(run_id)
 
 
 def consumes_gpu_queue(consumer) -> bool:
@@ -69,7 +87,7 @@ def look_for_waiting_work(sender=None, **kwargs) -> None:
 @shared_task(name="workers.tasks.release_expired_leases")
 def release_expired_leases() -> int:
     """Leases whose worker died go back to their run's queue; returns how many."""
-    from extraction.worker import leases
+    from runner import leases
 
     released = leases.release_expired_leases()
     if released:
@@ -97,12 +115,18 @@ def remove_stranded_uploads() -> list[int]:
 # and checkpoints are in PostgreSQL (training/worker/job.py), so a killed worker's job resumes elsewhere.
 
 
-@shared_task(name=task_names.TRAIN_JOB)
+@shared_task(name="workers.tasks.train_model")
 def train_model(job_id: int) -> None:
     """Run training job `job_id` to its end; returns quietly when another worker holds it or it is over."""
     from training.worker.job import run_job
 
     run_job(job_id, f"{train_model.request.hostname or 'worker'}/pid{os.getpid()}")
+
+
+@receiver(job_wakeup, dispatch_uid="workers.tasks.answer_job_wakeup")
+def answer_job_wakeup(sender, job_id: int, **kwargs) -> None:
+    """A training job's wake-up (training.services.send_job): this module's task, on the train queue."""
+    train_model.apply_async((job_id,), retry=False)
 
 
 @shared_task(name="workers.tasks.resume_stalled_training")

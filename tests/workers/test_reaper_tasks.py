@@ -14,8 +14,8 @@ from django.utils import timezone
 from catalog.models import ImportJob
 from extraction.models import ModelLoadFailure, Run, WorkItem
 from extraction.services import RunRequest, do_cancel_run, do_start_run
-from extraction.worker.failures import do_record_load_failure
-from extraction.worker.leases import lease_batch
+from runner.failures import do_record_load_failure
+from runner.leases import lease_batch
 from tests.support.catalog import latest_job, map_columns, upload
 from tests.support.runs_catalog import make_catalog
 from workers import tasks

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from catalog.models import Product
 from extraction.engine.decode.stopping import Cancelled  # torch-free: the evaluation's decoding stops with it
-from extraction.worker.decoding import engine_model_dir
+from runner.decoding import engine_model_dir
 from training import cache, gold
 from training.archive import pack, sha256_hex, unpack
 from training.models import ModelVersion, TrainingJob
