@@ -27,7 +27,7 @@ from training.versions import default_version
 log = logging.getLogger(__name__)
 
 # A training job's wake-up: sent with job_id (sender TrainingJob), answered by workers.tasks with its
-# train task. workers/ sits above this app (its task runs training.worker), so this app names no task,
+# train task. workers/ sits above this app (its task runs runner.training), so this app names no task,
 # not even by a string (issue #32: no loop between apps).
 job_wakeup = Signal()
 

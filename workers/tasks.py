@@ -112,13 +112,13 @@ def remove_stranded_uploads() -> list[int]:
 
 
 # Training (the `train` queue, settings.CELERY_TASK_ROUTES): one job per message; its state, progress
-# and checkpoints are in PostgreSQL (training/worker/job.py), so a killed worker's job resumes elsewhere.
+# and checkpoints are in PostgreSQL (runner/training/job.py), so a killed worker's job resumes elsewhere.
 
 
 @shared_task(name="workers.tasks.train_model")
 def train_model(job_id: int) -> None:
     """Run training job `job_id` to its end; returns quietly when another worker holds it or it is over."""
-    from training.worker.job import run_job
+    from runner.training.job import run_job
 
     run_job(job_id, f"{train_model.request.hostname or 'worker'}/pid{os.getpid()}")
 

@@ -27,7 +27,7 @@ from training.archive import pack, sha256_hex, unpack
 from training.models import ModelVersion, TrainingJob
 from training.services import add_event, finish_cancelled
 from training.versions import do_promote
-from training.worker import evaluation
+from runner.training import evaluation
 
 log = logging.getLogger(__name__)
 
