@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "review",
     "evaluation",
     "workers",
+    "health",
     "filestore",
     "training",
 ]

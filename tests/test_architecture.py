@@ -234,6 +234,7 @@ LAYERS = (
     ("training",),
     ("runner",),
     ("workers",),
+    ("health",),  # the status page asks the Celery app which workers answer
     ("scripts",),
 )
 # What Django or a shell runs by name (settings, the root URL map, WSGI, gunicorn's config, manage.py,

@@ -106,7 +106,7 @@ def wake_waiting_runs() -> list[int]:
 @shared_task(name="workers.tasks.remove_stranded_uploads")
 def remove_stranded_uploads() -> list[int]:
     """Removes uploads left at mapping too long, with their files; returns the removed import ids."""
-    from workers.stranded_uploads import remove_stranded_uploads as remove
+    from catalog.stranded_uploads import remove_stranded_uploads as remove
 
     return [removed.job_id for removed in remove()]
 

@@ -11,7 +11,7 @@ from django.core.files.storage import default_storage
 from django.urls import reverse
 from django.utils import timezone
 
-from catalog.models import ImportJob
+from catalog.models import ImportJob, RemovedUpload
 from extraction.models import ModelLoadFailure, Run, WorkItem
 from extraction.services import RunRequest, do_cancel_run, do_start_run
 from runner.failures import do_record_load_failure
@@ -20,7 +20,6 @@ from tests.support.catalog import latest_job, map_columns, upload
 from tests.support.runs_catalog import make_catalog
 from workers import tasks
 from workers.celery import app
-from workers.models import RemovedUpload
 
 LONG_AGO = timedelta(hours=1)
 
