@@ -1,7 +1,15 @@
-"""Celery tasks: thin, carrying ids only; the work is in runner.loop / leases.
+"""Celery tasks: thin, carrying ids only; the work is in runner/ (a run's batches: runner.loop,
+runner.leases; a training job: runner.training.job), catalog (the stranded-upload sweep) and the
+services of extraction and training (the reaper's wake-ups).
 
 Tasks named workers.tasks.gpu_* are routed to the `gpu` queue (settings.CELERY_TASK_ROUTES). This
 module imports no torch: the engine is loaded lazily by the first task a worker process runs.
+
+No app below imports this module (it imports them: no loop between apps, issue #32). They ask for a
+wake-up through a signal this module answers with its task: extraction.services.run_wakeup for a
+run, training.services.job_wakeup for a training job. The runner's loop, which wakes other workers
+for its run, is handed this module's wake_run: the loop between a wake-up and the task it starts is
+closed here, in one place, explicitly.
 """
 
 import logging
