@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from catalog.models import Attribute, Catalog, Category, ImportJob, Product, SchemaVersion
+from catalog.models import Attribute, Catalog, Category, ImportJob, Product, RemovedUpload, SchemaVersion
 
 
 class AttributeInline(admin.TabularInline):
@@ -50,3 +50,16 @@ class ImportJobAdmin(admin.ModelAdmin):
     )
     list_filter = ("status",)
     readonly_fields = ("message",)
+
+
+# What the periodic sweep removed (read only: it is a record).
+@admin.register(RemovedUpload)
+class RemovedUploadAdmin(admin.ModelAdmin):
+    list_display = ("original_name", "catalog_name", "status", "uploaded_by", "uploaded_at", "removed_at")
+    search_fields = ("original_name", "catalog_name", "uploaded_by")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

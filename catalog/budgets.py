@@ -17,9 +17,9 @@ from pathlib import Path
 
 from django.conf import settings
 
+from catalog.kinds import DEFAULT_TOKEN_BUDGET
 from catalog.models import Attribute, Category, Product
 from catalog.schemas import MAX_TOKEN_BUDGET
-from extraction.domain import DEFAULT_TOKEN_BUDGET
 
 MARGIN = 2  # tokens beyond the longest value seen: the terminator and a little room
 LOW = 4

@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field
 
 from django.db import transaction
 
+from catalog.kinds import DEFAULT_TOKEN_BUDGET
 from catalog.models import Attribute, Category, SchemaVersion
-from extraction.domain import DEFAULT_TOKEN_BUDGET
 from slotwise.names import check_name
 
 MAX_TOKEN_BUDGET = 64

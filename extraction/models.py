@@ -144,7 +144,7 @@ class ExtractedValue(models.Model):
     """One (run, product, attribute) value with its confidence, as the worker wrote it.
 
     Its review state (status, reviewed value, version) is the review app's: review.ValueReview,
-    one row per value, opened by the code that writes values (extraction/worker/leases.py)."""
+    one row per value, opened by the code that writes values (runner/leases.py)."""
 
     run = models.ForeignKey(Run, related_name="values", on_delete=models.CASCADE)
     product = models.ForeignKey(Product, related_name="extracted_values", on_delete=models.CASCADE)

@@ -2,17 +2,25 @@
 
 Each `do_*` function is one explicit transaction. A run's work is its WorkItem rows in PostgreSQL;
 the wake-up messages sent here only tell workers that work exists. Workers lease, decode and record
-through extraction.worker, which this module never imports (no import cycle); a run's progress is
+through the runner package, which this module never imports (no import cycle); a run's progress is
 read by extraction.progress.
+
+A wake-up is a signal, `run_wakeup`, that the workers app answers with its GPU task (issue #32: no
+loop between apps). workers/ sits above this app (its task runs the runner, which imports this
+app), so this app names no task, not even by a string; the runner, called by that task, is handed
+the task's own wake-up function instead (runner.loop.process_runs(wake=...)).
 """
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 from django.db.models import Count, Q
+from django.dispatch import Signal
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
@@ -23,10 +31,12 @@ from extraction.sizes import run_sizes
 from training.cache import run_model_dir, version_id_of
 from training.models import ModelVersion
 from training.versions import default_version, shipped_version
-from workers import task_names
-from workers.celery import app as celery_app
 
 log = logging.getLogger(__name__)
+
+# One wake-up message of a run: sent with run_id (sender Run), answered by workers.tasks (its receiver is
+# connected when the workers app is ready). A receiver's broker error reaches kick_run, which logs it.
+run_wakeup = Signal()
 
 BOTH = "both"
 DECODER_CHOICES = [(Run.Decoder.HPD, "HPD"), (Run.Decoder.AR, "AR"), (BOTH, "Both (two linked runs)")]
@@ -211,12 +221,19 @@ def do_start_run(request: RunRequest, user=None, once_within: timedelta | None =
     return runs
 
 
-def kick_run(run_id: int, total: int | None = None) -> bool:
+def send_run_wakeup(run_id: int) -> None:
+    """One wake-up message of the run, through the workers app's answer to `run_wakeup`."""
+    if not run_wakeup.has_listeners(Run):
+        raise ImproperlyConfigured("No receiver wakes runs: the workers app is not installed or not ready.")
+    run_wakeup.send(sender=Run, run_id=run_id)
+
+
+def kick_run(run_id: int, total: int | None = None, send: Callable[[int], None] = send_run_wakeup) -> bool:
     """Send wake-up messages for a run: one per worker that could usefully join it.
 
     A broker that is down is logged, not raised: the run waits in PostgreSQL and the reaper (beat's
-    wake_waiting_runs, idle workers) kicks it again later. Sent by name: workers.tasks imports the
-    worker loop, which imports this module (kick_run, to pass a run on to another worker).
+    wake_waiting_runs, idle workers) kicks it again later. `send` sends one message: the signal
+    from the web side and the reaper, the GPU task itself from the worker loop (workers.tasks).
     """
     run = Run.objects.filter(pk=run_id).only("total", "decode_settings").first()
     if run is None:
@@ -225,7 +242,7 @@ def kick_run(run_id: int, total: int | None = None) -> bool:
     Run.objects.filter(pk=run_id).update(last_kick_at=timezone.now())
     try:
         for _ in range(max(1, min(settings.EXTRACTION_WAKEUPS, batches))):
-            celery_app.send_task(task_names.GPU_PROCESS_RUN, (run_id,), retry=False)
+            send(run_id)
     except (BrokerError, OSError) as exc:
         log.warning("could not wake workers for run %s (the reaper retries): %s", run_id, exc)
         return False
@@ -265,7 +282,7 @@ def kick_stalled_runs() -> list[int]:
 
 def do_cancel_run(run_id: int) -> Run | None:
     """Cancel queued work; a batch being decoded stops at its next forward step (its worker asks
-    about once a second, extraction/worker/loop.py run_stopped) and its products are cancelled too,
+    about once a second, runner/loop.py run_stopped) and its products are cancelled too,
     so the worker takes the next run within seconds. A batch already being written is recorded."""
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()

@@ -1,3 +1,3 @@
-from workers.celery import app as celery_app
-
-__all__ = ["celery_app"]
+"""The project package: settings, the root URL map, the WSGI entry, and helpers every app shares
+(names, params, error_pages, body_guard). The Celery app is loaded by the workers app when Django is
+ready (workers/apps.py), not here: every app imports this package."""

@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "review",
     "evaluation",
     "workers",
+    "health",
     "filestore",
     "training",
     "tools",  # test and benchmark tooling: only its management commands (manage.py fault_drill ...)

@@ -8,6 +8,6 @@ urlpatterns = [
     path("runs/", include("extraction.urls")),
     path("review/", include("review.urls")),
     path("ab/", include("evaluation.urls")),
-    path("status/", include("workers.urls")),
+    path("status/", include("health.urls")),
     path("models/", include("training.urls")),
 ]

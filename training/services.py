@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
+from django.dispatch import Signal
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
@@ -21,10 +23,13 @@ from catalog.models import Catalog
 from training import gold
 from training.models import TrainingJob
 from training.versions import default_version
-from workers import task_names
-from workers.celery import app as celery_app
 
 log = logging.getLogger(__name__)
+
+# A training job's wake-up: sent with job_id (sender TrainingJob), answered by workers.tasks with its
+# train task. workers/ sits above this app (its task runs runner.training), so this app names no task,
+# not even by a string (issue #32: no loop between apps).
+job_wakeup = Signal()
 
 
 class JobRefused(ValueError):
@@ -90,8 +95,12 @@ def start_training_job(request: JobRequest, user=None) -> TrainingJob:
 
 def send_job(job_id: int) -> bool:
     """The job's wake-up on the train queue; a broker that is down is logged (the reaper re-sends)."""
+    if not job_wakeup.has_listeners(TrainingJob):
+        raise ImproperlyConfigured(
+            "No receiver wakes training jobs: the workers app is not installed or not ready."
+        )
     try:
-        celery_app.send_task(task_names.TRAIN_JOB, (job_id,), retry=False)
+        job_wakeup.send(sender=TrainingJob, job_id=job_id)
     except (BrokerError, OSError) as exc:
         log.warning("could not send training job %s (the reaper retries): %s", job_id, exc)
         return False

@@ -2,7 +2,7 @@
 
 Two directories with the same fingerprint decode the same values; a run records the fingerprint of
 the first copy that decodes it, and a worker whose copy differs does not decode it
-(extraction/worker/identity.py). Torch-free, so a worker can hash before it loads anything.
+(runner/identity.py). Torch-free, so a worker can hash before it loads anything.
 
 What is hashed, per file (sorted by name, each as name + sha256 of its bytes): the weights, the model
 config, the tokenizer, the chat template and slotwise.json (extractive decoding, boundary rules,

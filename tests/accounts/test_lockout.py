@@ -19,7 +19,7 @@ def sign_in(client, password, username="bob", address="127.0.0.1"):
 
 
 def signed_in_as(client) -> str | None:
-    response = client.get(reverse("workers:status"))  # admins only: others get the product's 403 page
+    response = client.get(reverse("health:status"))  # admins only: others get the product's 403 page
     return response.context["user"].username if response.status_code in (200, 403, 503) else None
 
 

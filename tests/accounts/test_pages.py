@@ -10,7 +10,7 @@ from django.urls import reverse
 
 
 def test_it_shows_health_of_database_and_redis(client_for, alice):
-    response = client_for(alice).get(reverse("workers:status"))
+    response = client_for(alice).get(reverse("health:status"))
     body = response.content.decode()
     assert re.search(
         r'<tr class="ok"><td>PostgreSQL</td><td>OK</td><td>PostgreSQL 16\.\d+[^<]*</td></tr>', body
@@ -54,7 +54,7 @@ def test_the_nav_links_every_page_a_role_may_open_and_none_it_may_not(client_for
         )
         assert set(must_have) <= set(links), (user.username, links)
         for href in links:
-            ok = {200, 503} if href == reverse("workers:status") else {200}  # 503: no worker in this test
+            ok = {200, 503} if href == reverse("health:status") else {200}  # 503: no worker in this test
             assert client.get(href).status_code in ok, (user.username, href)
     bob_links = _nav_links(client_for(bob).get(reverse("catalog:products")).content.decode())
     assert (

@@ -9,9 +9,9 @@ WRONG_PASSWORD_MESSAGE = "Your username and password didn't match. Please try ag
 
 @pytest.mark.django_db
 def test_it_sends_anonymous_users_to_login(client):
-    response = client.get(reverse("workers:status"))
+    response = client.get(reverse("health:status"))
     assert response.status_code == 302
-    assert response["Location"] == f"{reverse('login')}?next={reverse('workers:status')}"
+    assert response["Location"] == f"{reverse('login')}?next={reverse('health:status')}"
 
 
 def test_it_signs_in_with_password(client, bob, password):

@@ -5,8 +5,8 @@ import pytest
 from django.urls import reverse
 
 from catalog import budgets
+from catalog.kinds import DEFAULT_TOKEN_BUDGET
 from catalog.schemas import AttributeData
-from extraction.domain import DEFAULT_TOKEN_BUDGET
 from tests.support.catalog import make_category
 from tests.support.factories import make_catalog, make_product
 

@@ -275,7 +275,7 @@ def test_the_free_flag_travels_in_the_schema_file(client_for, alice):
 
 
 def test_the_free_flag_reaches_the_engine(db):
-    from extraction.worker.decoding import attribute_specs
+    from runner.decoding import attribute_specs
 
     category = make_category(
         "TV",

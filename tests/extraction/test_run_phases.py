@@ -10,8 +10,8 @@ from django.utils import timezone
 from extraction.models import Run, WorkItem
 from extraction.progress import progress
 from extraction.services import RunRequest, do_cancel_run, do_start_run
-from extraction.worker.leases import ItemOutcome, lease_batch, record_results
-from extraction.worker.loop import set_phase
+from runner.leases import ItemOutcome, lease_batch, record_results
+from runner.loop import set_phase
 from tests.support.runs_catalog import make_catalog
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from catalog import budgets
 from catalog.schemas import AttributeData
 from extraction.services import RunRequest, do_start_run
 from extraction.sizes import sizes_of
-from extraction.worker import decoding
+from runner import decoding
 from tests.support.catalog import make_category
 from tests.support.factories import make_catalog, make_product
 

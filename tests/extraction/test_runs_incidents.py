@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from extraction.models import RunIncident, WorkItem
 from extraction.services import RunRequest, do_start_run
-from extraction.worker.leases import lease_batch, release_expired_leases
-from extraction.worker.loop import recover_from_database_loss
+from runner.leases import lease_batch, release_expired_leases
+from runner.loop import recover_from_database_loss
 from tests.support.runs_catalog import make_catalog
 
 pytestmark = pytest.mark.django_db

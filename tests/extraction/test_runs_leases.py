@@ -12,7 +12,7 @@ from catalog.models import Category, Product
 from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.progress import progress
 from extraction.services import RunRefused, RunRequest, do_cancel_run, do_start_run
-from extraction.worker.leases import (
+from runner.leases import (
     ItemOutcome,
     lease_batch,
     record_results,

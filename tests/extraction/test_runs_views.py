@@ -9,7 +9,7 @@ from django.urls import reverse
 from catalog.models import Category
 from extraction.models import Run, WorkItem
 from extraction.services import RunRequest, do_start_run
-from extraction.worker.leases import ItemOutcome, lease_batch, record_results
+from runner.leases import ItemOutcome, lease_batch, record_results
 from tests.support.runs_catalog import make_catalog
 from workers import tasks
 

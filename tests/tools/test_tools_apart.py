@@ -45,7 +45,7 @@ def test_the_check_finds_a_product_module_that_imports_the_tooling(tmp_path):
 
 
 def test_a_product_process_has_no_hook_in_the_write_transaction():
-    from extraction.worker import leases
+    from runner import leases
 
     assert leases.on_values_written is None
     assert "sleep" not in Path(leases.__file__).read_text()

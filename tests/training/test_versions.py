@@ -138,7 +138,7 @@ def test_the_pages_never_read_a_version_s_bytes(client_for, alice, tmp_path):
 
 
 def test_a_gpu_worker_hands_the_engine_its_cached_copy_of_a_run_s_version(settings, tmp_path):
-    from extraction.worker.decoding import engine_model_dir
+    from runner.decoding import engine_model_dir
 
     settings.MODEL_CACHE_DIR = str(tmp_path / "cache")
     version = stored_version(reviewed_catalog(), tmp_path)

@@ -24,7 +24,7 @@ def test_missing_forbidden_and_broken_pages_are_the_products_own(client_for, bob
         body = response.content.decode()
         assert response.status_code == 404 and "Nothing here" in body and "<nav>" in body, missing
         assert "URLconf" not in body and "auto-accept/start/" not in body  # no list of URL patterns
-    forbidden = client.get(reverse("workers:status"))
+    forbidden = client.get(reverse("health:status"))
     assert forbidden.status_code == 403 and "This page is not open to your role" in forbidden.content.decode()
     broken = client.get("/boom/")
     assert broken.status_code == 500 and "Something went wrong on our side" in broken.content.decode()
@@ -32,7 +32,7 @@ def test_missing_forbidden_and_broken_pages_are_the_products_own(client_for, bob
 
 
 def test_the_status_page_is_for_admins_only(client_for, alice, bob, carol):
-    assert client_for(alice).get(reverse("workers:status")).status_code in (200, 503)  # 503: no worker here
+    assert client_for(alice).get(reverse("health:status")).status_code in (200, 503)  # 503: no worker here
     for user in (bob, carol):
-        response = client_for(user).get(reverse("workers:status"))
+        response = client_for(user).get(reverse("health:status"))
         assert response.status_code == 403 and "This page is for: admin" in response.content.decode()

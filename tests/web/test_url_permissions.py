@@ -19,7 +19,7 @@ from accounts.roles import ADMIN, RATER, REVIEWER
 PUBLIC = {"login", "logout"}
 SKIPPED_NAMESPACES = {"admin"}
 # The status page answers 503 when a part is down (no worker runs during this test): by design.
-HEALTH_PAGES = {"workers:status"}
+HEALTH_PAGES = {"health:status"}
 CONVERTER_SAMPLES = {"int": "999999", "uuid": str(uuid.UUID(int=7)), "slug": "x", "str": "x", "path": "x"}
 
 
@@ -46,7 +46,7 @@ ROUTES = list(walk())
 
 def test_the_walker_finds_every_apps_urls():
     names = {name for _, name, _ in ROUTES}
-    assert {"catalog:products", "catalog:upload", "workers:status", "login"} <= names
+    assert {"catalog:products", "catalog:upload", "health:status", "login"} <= names
     assert {"review:blind_start", "review:blind_label", "review:blind_save"} <= names
     assert len(ROUTES) >= 20
 

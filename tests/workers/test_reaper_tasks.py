@@ -11,16 +11,15 @@ from django.core.files.storage import default_storage
 from django.urls import reverse
 from django.utils import timezone
 
-from catalog.models import ImportJob
+from catalog.models import ImportJob, RemovedUpload
 from extraction.models import ModelLoadFailure, Run, WorkItem
 from extraction.services import RunRequest, do_cancel_run, do_start_run
-from extraction.worker.failures import do_record_load_failure
-from extraction.worker.leases import lease_batch
+from runner.failures import do_record_load_failure
+from runner.leases import lease_batch
 from tests.support.catalog import latest_job, map_columns, upload
 from tests.support.runs_catalog import make_catalog
 from workers import tasks
 from workers.celery import app
-from workers.models import RemovedUpload
 
 LONG_AGO = timedelta(hours=1)
 

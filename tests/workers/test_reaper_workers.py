@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from extraction.models import ExtractedValue, ModelLoadFailure, Run, WorkItem
 from extraction.services import RunRequest, do_start_run
-from extraction.worker.leases import lease_batch
+from runner.leases import lease_batch
 from tests.support.runs_catalog import make_catalog
 from tests.support.workers import start_beat, start_worker, stop_worker, wait_for_log, wait_until
 from workers import tasks

@@ -193,7 +193,7 @@ def train(catalog: Catalog, request: CurveRequest, say) -> TrainingJob:
 
 def version_dirs(job: TrainingJob) -> tuple[str, str]:
     """(the version the job started from, the version it made), as local model directories."""
-    from extraction.worker.decoding import engine_model_dir
+    from runner.decoding import engine_model_dir
     from training import cache
 
     old = engine_model_dir("") if job.parent.is_shipped else str(cache.local_dir(job.parent.pk))
@@ -205,7 +205,7 @@ def score_products(model_dir: str, products: list[Product], by_sku: dict[str, av
     the file's gold (judged pairs only), with a bootstrap 95% interval over products."""
     from django.conf import settings
 
-    from training.worker.evaluation import decode
+    from runner.training.evaluation import decode
 
     predictions = decode(model_dir, products, settings.SLOTWISE_DEVICE)
     report = metric.Report()

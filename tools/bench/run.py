@@ -99,7 +99,7 @@ def _engine_alone(catalog, request: dict) -> float:
     """The engine on the same products, in this process, in the worker's batches: a lease holds
     products of one schema, in id order (WorkItem's lease order)."""
     from extraction.engine.api import Document
-    from extraction.worker import decoding
+    from runner import decoding
 
     extractor = decoding.extractor_for(config.BUNDLED, settings.SLOTWISE_DEVICE)
     products = list(catalog.products.select_related("category").order_by("id"))

@@ -4,7 +4,7 @@ transaction open so that the drill can kill the worker inside it.
     celery -A tools.drill.write_pause worker -Q gpu ...    (tools/drill/cases.py, kill_while_writing)
 
 The product's worker (`celery -A workers worker`) never imports this module: there
-extraction/worker/leases.py's on_values_written stays None. Here each pool process sets it to
+runner/leases.py's on_values_written stays None. Here each pool process sets it to
 pause_inside_the_write, which names the connection with WRITE_MARKER and waits
 SLOTWISE_DRILL_WRITE_PAUSE_SECONDS, values inserted and not committed.
 """
@@ -36,6 +36,6 @@ def pause_inside_the_write(rows) -> None:
 @worker_process_init.connect
 def install_the_pause(**kwargs) -> None:
     """In each pool process, once Django is set up (the worker's parent did it before forking)."""
-    from extraction.worker import leases
+    from runner import leases
 
     leases.on_values_written = pause_inside_the_write

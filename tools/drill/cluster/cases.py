@@ -45,7 +45,7 @@ GPU_HOSTS = ("gpu1", "gpu2", "gpu3")
 ADDRESSES = {"db": 2, "redis": 3, "web": 10, "beat": 11, "light": 12, "gpu1": 21, "gpu2": 22, "gpu3": 23}
 DRILL_USER = "cluster-drill"
 READY = b" ready."
-LATE_WRITE_REFUSED = b"were taken over before recording"  # extraction/worker/loop.py's warning
+LATE_WRITE_REFUSED = b"were taken over before recording"  # runner/loop.py's warning
 POLL_SECONDS = 0.3
 
 

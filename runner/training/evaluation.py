@@ -14,8 +14,8 @@ from catalog.models import Attribute, Product
 from extraction.engine import metric
 from extraction.normalize import normalize_value
 from extraction.sizes import run_sizes
-from extraction.worker.decoding import attribute_specs
 from review.bootstrap import f1_interval
+from runner.decoding import attribute_specs
 
 log = logging.getLogger(__name__)
 

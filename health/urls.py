@@ -1,6 +1,6 @@
 from django.urls import path
 
-from workers import views
+from health import views
 
-app_name = "workers"
+app_name = "health"
 urlpatterns = [path("", views.status, name="status")]

@@ -13,7 +13,7 @@ from django.conf import settings
 
 from extraction import config
 from extraction.engine.decode.stopping import Cancelled  # torch-free; the loop catches it from here
-from extraction.worker.leases import BatchTotals, ItemOutcome
+from runner.leases import BatchTotals, ItemOutcome
 from training.cache import local_dir, version_id_of
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from accounts.roles import ADMIN, role_required
-from workers.health import all_checks
+from health.checks import all_checks
 
 
 @require_GET
@@ -10,4 +10,4 @@ from workers.health import all_checks
 def status(request):
     checks = all_checks()
     code = 200 if all(check.ok for check in checks) else 503
-    return render(request, "workers/status.html", {"checks": checks}, status=code)
+    return render(request, "health/status.html", {"checks": checks}, status=code)

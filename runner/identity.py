@@ -9,12 +9,12 @@ one of this run's messages, at most once per lease length).
 
 import logging
 import time
+from collections.abc import Callable
 
 from django.conf import settings
 
 from extraction.models import Run
-from extraction.services import kick_run
-from extraction.worker import incidents
+from runner import incidents
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +31,9 @@ def run_fingerprint(run_id: int, fingerprint: str) -> str | None:
     return Run.objects.filter(pk=run_id).values_list("model_fingerprint", flat=True).first()
 
 
-def refuses(run: Run, owner: str, fingerprint: str, model: str) -> bool:
-    """True when this worker's copy of the run's model is not the one the run decodes with."""
+def refuses(run: Run, owner: str, fingerprint: str, model: str, wake: Callable[..., bool]) -> bool:
+    """True when this worker's copy of the run's model is not the one the run decodes with; the run is
+    then passed on through `wake` (the loop's wake-up, runner.loop)."""
     pinned = run_fingerprint(run.id, fingerprint)
     if pinned is None or pinned == fingerprint:
         return False
@@ -45,5 +46,5 @@ def refuses(run: Run, owner: str, fingerprint: str, model: str) -> bool:
     elif now - _REFUSED[key] < settings.EXTRACTION_LEASE_SECONDS:
         return True
     _REFUSED[key] = now
-    kick_run(run.id, total=1)  # one wake-up: whichever worker takes it
+    wake(run.id, total=1)  # one wake-up: whichever worker takes it
     return True

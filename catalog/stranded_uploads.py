@@ -8,8 +8,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from catalog.models import ImportJob
-from workers.models import RemovedUpload
+from catalog.models import ImportJob, RemovedUpload
 
 log = logging.getLogger(__name__)
 

@@ -4,22 +4,26 @@ Runs inside a Celery task on the GPU queue. While it decodes, a heartbeat thread
 lease, so leases can stay short and a killed worker's products come back quickly. When the run has
 nothing takeable but other workers still hold leases, the loop waits for them to finish or expire
 (a dead worker's lease expires and is taken here), so a run always finishes while one worker lives.
+
+Waking other workers for a run goes through `wake`, a function the Celery task passes in
+(workers.tasks.wake_run, which sends that same task): the loop that a wake-up starts and the wake-up
+it sends meet in the task module, explicitly, and this package imports no task (issue #32).
 """
 
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from extraction.models import Run
-from extraction.services import kick_run
 from extraction.sizes import sizes_of
-from extraction.worker import decoding, identity, incidents
-from extraction.worker.failures import do_record_load_failure
-from extraction.worker.leases import (
+from runner import decoding, identity, incidents
+from runner.failures import do_record_load_failure
+from runner.leases import (
     ItemOutcome,
     cancel_own_leases,
     lease_batch,
@@ -32,6 +36,9 @@ from extraction.worker.leases import (
 )
 
 log = logging.getLogger(__name__)
+
+# Wakes workers for a run: (run_id, total=None) -> whether the messages went out (extraction.services.kick_run's shape).
+Wake = Callable[..., bool]
 
 # Upper bound on one idle wait, so a cancelled or finished run is noticed soon.
 MAX_IDLE_WAIT_SECONDS = 5.0
@@ -69,30 +76,30 @@ class LeaseHeartbeat:
         self._thread.join()
 
 
-def process_runs(run_id: int | None, owner: str, seconds: float | None = None) -> int | None:
+def process_runs(run_id: int | None, owner: str, wake: Wake, seconds: float | None = None) -> int | None:
     """Work on run_id, then on any other run with takeable work (its wake-up may have been lost).
 
     Stops between batches once `seconds` have passed and returns the run to continue with (the
     task sends itself again for it), so a warm shutdown waits one slice, not a whole run, and runs
-    queued meanwhile get their turn. None: no work is left.
+    queued meanwhile get their turn. None: no work is left. `wake` passes a run on to other workers.
     """
     until = time.monotonic() + (seconds or settings.EXTRACTION_TASK_SECONDS)
     worked: set[int] = set()
     current = run_id if run_id is not None else next_run_with_takeable_work(exclude=worked)
     while current is not None:
-        if not process_run(current, owner, until):
+        if not process_run(current, owner, wake, until):
             return current
         worked.add(current)
         current = next_run_with_takeable_work(exclude=worked)
     return None
 
 
-def hand_back_after_load_failure(run: Run, owner: str, error: str) -> None:
+def hand_back_after_load_failure(run: Run, owner: str, error: str, wake: Wake) -> None:
     """The model is loaded before anything is leased, so this worker holds no lease of the run: its
     items stay queued. The failure is shown on the run page and, unless that was the last failure
     allowed (the run then fails), the wake-up is sent again so another idle worker takes the run."""
     if do_record_load_failure(run.id, owner, run.model_dir, error):
-        kick_run(run.id)
+        wake(run.id)
 
 
 def wait_for_database() -> float:
@@ -120,7 +127,7 @@ def recover_from_database_loss(run_id: int, owner: str, item_ids: list[int], exc
     incidents.database_lost(run_id, owner, f"{type(exc).__name__}: {exc}", seconds, released)
 
 
-def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
+def process_run(run_id: int, owner: str, wake: Wake, until: float = float("inf")) -> bool:
     """Lease, decode and record batches of the run until it is over (True) or `until` (False)."""
     run = Run.objects.filter(pk=run_id).first()
     if run is None or not run.is_active:
@@ -133,9 +140,10 @@ def process_run(run_id: int, owner: str, until: float = float("inf")) -> bool:
         return True  # this process failed on the model moments ago: leave the run to other workers
     except Exception as exc:  # noqa: BLE001 - any load failure is shown on the run, which waits for another worker
         log.exception("run %s: model %r could not be loaded", run_id, run.model_dir)
-        hand_back_after_load_failure(run, owner, f"{type(exc).__name__}: {exc}")
+        hand_back_after_load_failure(run, owner, f"{type(exc).__name__}: {exc}", wake)
         return True
-    if identity.refuses(run, owner, decoding.fingerprint_for(run.model_dir, device), extractor.model_name):
+    fingerprint = decoding.fingerprint_for(run.model_dir, device)
+    if identity.refuses(run, owner, fingerprint, extractor.model_name, wake):
         return True  # another copy of the model decodes this run; the run page says why
     set_model(
         run_id,

@@ -25,8 +25,8 @@ from django.utils import timezone
 from catalog.models import Attribute
 from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.normalize import normalize_value
-from extraction.worker import incidents
 from review.opening import open_reviews
+from runner import incidents
 
 # Called inside record_results' transaction once a batch's values are written, before the commit;
 # None here and in every product process. The fault drill's workers set it (tools/drill/write_pause.py)
