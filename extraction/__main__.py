@@ -1,8 +1,8 @@
-"""`python -m extraction <command>`: the command line is extraction/cli.py."""
+"""`python -m extraction <command>`: the engine's command line, declared in extraction/engine/cli.py."""
 
 import sys
 
-from extraction.cli import main
+from extraction.engine.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,7 +8,6 @@ import re
 import pytest
 import torch
 
-from extraction.cli import main
 from extraction.engine import modeling
 from extraction.engine.api import (
     AttributeSpec,
@@ -18,6 +17,7 @@ from extraction.engine.api import (
     ValueResult,
     default_model_dir,
 )
+from extraction.engine.cli import main
 from tests.support.tiny_models import TEXTS
 
 DOCS = [

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from extraction.cli import add_train_parser
 from extraction.engine import base_model
+from extraction.engine.cli import add_train_parser
 from extraction.engine.train.trainer import run_train
 from tests.support.toy_training import DOCS, write_toy_data
 

@@ -10,7 +10,6 @@ import shutil
 import numpy as np
 import pytest
 
-from extraction.cli import main
 from extraction.engine import api, calibration
 from extraction.engine.api import (
     AttributeSpec,
@@ -20,6 +19,7 @@ from extraction.engine.api import (
     na_scalings,
 )
 from extraction.engine.calibration import Scaling
+from extraction.engine.cli import main
 from extraction.engine.metric import is_na
 from tests.support.tiny_models import TEXTS
 

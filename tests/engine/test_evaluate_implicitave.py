@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from extraction.cli import main
 from extraction.engine import data
+from extraction.engine.cli import main
 from tests.support.toy_training import HEADER, ROWS
 
 OPTIONS = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from extraction.cli import main
+from extraction.engine.cli import main
 from tests.support.tiny_models import TEXTS
 
 ROWS = [

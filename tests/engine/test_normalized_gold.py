@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from extraction.cli import main
 from extraction.engine import data, normalized_gold
+from extraction.engine.cli import main
 
 TITLES = ["Acme Desk 47-1/4 in wide, oak", "Bolt Shelf 36 inch walnut", "Acme Table 20 in, pine"]
 EXTRACTED = [

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from extraction.cli import main
+from extraction.engine.cli import main
 from extraction.engine.evaluate import precision
 from tests.support.tiny_models import TEXTS
 

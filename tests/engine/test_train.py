@@ -10,7 +10,7 @@ import random
 import pytest
 import torch
 
-from extraction.cli import add_train_parser
+from extraction.engine.cli import add_train_parser
 from extraction.engine.decode import hpd, masks
 from extraction.engine.decode.extractive import COMPOUND, FREE, WORD
 from extraction.engine.layout import (
@@ -296,7 +296,7 @@ def toy_args(data: list[str], out, splits, *extra: str):
 
 
 def test_train_command_runs_a_few_steps_on_a_tiny_config(tmp_path):
-    from extraction.cli import main  # the command as typed: `python -m extraction train ...`
+    from extraction.engine.cli import main  # the command as typed: `python -m extraction train ...`
 
     out = tmp_path / "model"
     argv = toy_argv(

@@ -8,7 +8,7 @@ outputs named by --calibration-with) and stores it in the model directory's slot
 
 The steps: evaluate_runs.py (what runs on what, interleaved), evaluate_tables.py (what is
 printed and written), evaluate_calibration.py (--fit-calibration); this module is the command
-(its arguments: extraction/cli.py).
+(its arguments: extraction/engine/cli.py).
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ def report(args, ex: Extractor, inputs: Inputs, outcome: Outcome) -> dict | None
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    """The evaluate command (arguments: extraction/cli.py); 2 on a command line it cannot run."""
+    """The evaluate command (arguments: extraction/engine/cli.py); 2 on a command line it cannot run."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.threads:
         import torch

@@ -151,7 +151,7 @@ def report(paths: list[str], docs: list[dict], pooled: dict) -> None:
 
 
 def run_pool(args: argparse.Namespace) -> int:
-    """The pool command (arguments: extraction/cli.py); 2 when the files cannot be pooled."""
+    """The pool command (arguments: extraction/engine/cli.py); 2 when the files cannot be pooled."""
     try:
         docs = read(args.files)
         decoders = check(args.files, docs)

@@ -10,7 +10,7 @@ the step budget is what ends it.
 The steps, one module each: training_corpus.py (products by schema, the model's slotwise.json),
 training_rows.py (rows of HPD and AR-JSON documents packed per schema, batches), training_model.py (the model to start from),
 training_losses.py (the forward and its losses); this module is the loop and the train command
-(its arguments: extraction/cli.py).
+(its arguments: extraction/engine/cli.py).
 """
 
 from __future__ import annotations
@@ -287,7 +287,7 @@ def log_model(model) -> tuple[int, int]:
 
 
 def run_train(args) -> int:
-    """The train command (arguments: extraction/cli.py): corpus, model, focus and main phases;
+    """The train command (arguments: extraction/engine/cli.py): corpus, model, focus and main phases;
     the model, slotwise.json and training.json written to --out."""
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     torch.set_num_threads(args.threads)
