@@ -4,35 +4,22 @@ from django.conf import settings
 from catalog.models import Catalog, Category
 from extraction import config
 from extraction.services import BOTH, DECODER_CHOICES, RunRequest
+from registry.cache import run_model_dir
+from registry.versions import offered_versions
 from slotwise.names import validate_name
-from training.cache import run_model_dir
-from training.versions import blind_score, offered_versions
-
-
-def score_text(version) -> str:
-    """A version's F1 on blind gold, for its menu entry."""
-    scored = blind_score(version, version.catalog)
-    if scored.f1 is None:
-        return "no F1 on blind gold yet"
-    interval = f" [{scored.interval[0]:.3f}-{scored.interval[1]:.3f}]" if scored.interval else ""
-    return f"F1 on blind gold {scored.f1:.3f}{interval}, {scored.products} products"
 
 
 def with_versions(choices: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """The model menu with the stored versions: the bundled entry is each catalog's default (the
-    shipped version unless a trained one was promoted), then every trained version offered, each
-    with its F1 on blind gold."""
-    versions = offered_versions()
-    shipped, trained = versions[0], versions[1:]
+    shipped version unless a trained one was promoted), then every trained version offered. Their
+    F1 on blind gold sits beside the menu (review's fragment, loaded by the form's page)."""
     out = []
     for value, label in choices:
         if value == config.BUNDLED:
-            label = f"{label} · the catalog's promoted version if any · shipped: {score_text(shipped)}"
+            label = f"{label} · the catalog's promoted version if any"
         out.append((value, label))
-    for version in trained:
-        out.append(
-            (run_model_dir(version), f"{version.catalog.name}: {version.name} · {score_text(version)}")
-        )
+    for version in offered_versions()[1:]:  # [0] is the shipped default: the bundled entry above
+        out.append((run_model_dir(version), f"{version.catalog.name}: {version.name}"))
     return out
 
 

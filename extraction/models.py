@@ -40,10 +40,10 @@ class Run(models.Model):
     search = models.CharField(max_length=200, blank=True)
     schema_versions = models.ManyToManyField(SchemaVersion, blank=True, related_name="runs")
     model_dir = models.CharField(max_length=500)
-    # The stored model version it decodes with (training/models.py): the shipped default or a
+    # The stored model version it decodes with (registry/models.py): the shipped default or a
     # version trained on reviewed gold (model_dir "version:<id>"); none for a model directory.
     model_version = models.ForeignKey(
-        "training.ModelVersion", null=True, blank=True, related_name="runs", on_delete=models.SET_NULL
+        "registry.ModelVersion", null=True, blank=True, related_name="runs", on_delete=models.SET_NULL
     )
     model_name = models.CharField(max_length=200, blank=True)
     model_revision = models.CharField(max_length=100, blank=True)

@@ -28,9 +28,9 @@ from catalog.models import Catalog, Category, Product, SchemaVersion
 from extraction import config
 from extraction.models import Run, WorkItem
 from extraction.sizes import run_sizes
-from training.cache import run_model_dir, version_id_of
-from training.models import ModelVersion
-from training.versions import default_version, shipped_version
+from registry.cache import run_model_dir, version_id_of
+from registry.models import ModelVersion
+from registry.versions import default_version, shipped_version
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from review.views import auto_accept, blind, dashboard, jobs, queue, settings, values
+from review.views import auto_accept, blind, dashboard, jobs, queue, settings, values, versions
 
 app_name = "review"
 urlpatterns = [
@@ -19,6 +19,7 @@ urlpatterns = [
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("gold.jsonl", dashboard.gold_download, name="gold_download"),
     path("settings/", settings.reviewer_settings, name="settings"),
+    path("versions/scores/", versions.version_scores, name="version_scores"),
     path("blind/", blind.blind_start, name="blind_start"),
     path("blind/label/", blind.blind_label, name="blind_label"),
     path("blind/label/<int:product_id>/", blind.blind_save, name="blind_save"),

@@ -13,8 +13,8 @@ from django.conf import settings
 
 from extraction import config
 from extraction.engine.decode.stopping import Cancelled  # torch-free; the loop catches it from here
+from registry.cache import local_dir, version_id_of
 from runner.leases import BatchTotals, ItemOutcome
-from training.cache import local_dir, version_id_of
 
 log = logging.getLogger(__name__)
 

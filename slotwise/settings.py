@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "workers",
     "health",
     "filestore",
+    "registry",  # model versions and each catalog's default: below the run and the training job
     "training",
     "tools",  # test and benchmark tooling: only its management commands (manage.py fault_drill ...)
 ]

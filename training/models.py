@@ -1,94 +1,16 @@
-"""Model versions stored in PostgreSQL, each catalog's default version, and training jobs.
+"""Training jobs and the points of learning curves. The versions a job starts from and makes live
+in the model registry (registry/models.py).
 
-Nothing here lives on a shared disk: a trained adapter's files are one archive (bytes) in its
-ModelVersion row, fingerprinted by the sha256 of those bytes, and any worker on any machine unpacks
-it into a local cache keyed by that fingerprint (training/cache.py). A training job's state, its
-progress and its last checkpoint (an archive too) are its TrainingJob row, so another worker can
-resume a job whose worker died. This module must never import torch (the web process imports it).
+A training job's state, its progress and its last checkpoint (an archive, registry/archive.py) are
+its TrainingJob row, so another worker can resume a job whose worker died. This module must never
+import torch (the web process imports it).
 """
 
 from django.conf import settings
 from django.db import models
 
 from catalog.models import Catalog
-
-
-class ModelVersion(models.Model):
-    """One model a run may decode with: the shipped default (no bytes: every worker has it from
-    `make model`) or an adapter trained on a catalog's reviewed gold (its archive here)."""
-
-    class Kind(models.TextChoices):
-        SHIPPED = "shipped", "Shipped default"
-        TRAINED = "trained", "Trained on reviewed gold"
-
-    class Status(models.TextChoices):
-        CANDIDATE = "candidate", "Candidate (not promoted)"
-        PROMOTED = "promoted", "Promoted"
-        DISCARDED = "discarded", "Discarded"
-
-    kind = models.CharField(max_length=10, choices=Kind.choices)
-    name = models.CharField(max_length=200)
-    catalog = models.ForeignKey(
-        Catalog, null=True, blank=True, related_name="model_versions", on_delete=models.CASCADE
-    )
-    parent = models.ForeignKey(
-        "self", null=True, blank=True, related_name="children", on_delete=models.SET_NULL
-    )
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.CANDIDATE)
-    # The adapter directory as one deterministic tar archive (training/archive.py), and its sha256:
-    # the version's fingerprint, the key of every worker's local cache.
-    archive = models.BinaryField(blank=True, default=b"")
-    sha256 = models.CharField(max_length=64, blank=True)
-    size_bytes = models.BigIntegerField(default=0)
-    # How it was trained (minutes, steps, learning rate, seed ...) and on what: reviewed gold by
-    # provenance, held-back products, public products per reviewed product.
-    training_settings = models.JSONField(default=dict, blank=True)
-    data_counts = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["kind"], condition=models.Q(kind="shipped"), name="one_shipped_model_version"
-            ),
-            models.CheckConstraint(
-                condition=models.Q(kind="shipped") | (~models.Q(sha256="") & models.Q(catalog__isnull=False)),
-                name="trained_version_has_bytes_and_catalog",
-            ),
-        ]
-
-    def __str__(self):
-        return self.name
-
-    @property
-    def is_shipped(self) -> bool:
-        return self.kind == self.Kind.SHIPPED
-
-
-class CatalogModel(models.Model):
-    """The version a catalog's runs decode with by default (no row: the shipped default)."""
-
-    catalog = models.OneToOneField(
-        Catalog, primary_key=True, related_name="default_model", on_delete=models.CASCADE
-    )
-    version = models.ForeignKey(ModelVersion, related_name="+", on_delete=models.PROTECT)
-
-
-class Promotion(models.Model):
-    """One change of a catalog's default version; undoing it puts `previous` back."""
-
-    catalog = models.ForeignKey(Catalog, related_name="promotions", on_delete=models.CASCADE)
-    version = models.ForeignKey(ModelVersion, related_name="promotions", on_delete=models.CASCADE)
-    previous = models.ForeignKey(ModelVersion, related_name="+", on_delete=models.PROTECT)
-    automatic = models.BooleanField(default=False)
-    by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    at = models.DateTimeField(auto_now_add=True)
-    undone_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-at", "-id"]
+from registry.models import ModelVersion
 
 
 class TrainingJob(models.Model):
@@ -132,7 +54,7 @@ class TrainingJob(models.Model):
     owner = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
-    # The last checkpoint (an archive, training/archive.py): a worker that takes over resumes here.
+    # The last checkpoint (an archive, registry/archive.py): a worker that takes over resumes here.
     checkpoint = models.BinaryField(blank=True, default=b"")
     checkpoint_step = models.PositiveIntegerField(default=0)
     checkpoint_seconds = models.FloatField(default=0.0)

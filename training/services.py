@@ -20,9 +20,9 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from catalog.models import Catalog
+from registry.versions import default_version
 from training import gold
 from training.models import TrainingJob
-from training.versions import default_version
 
 log = logging.getLogger(__name__)
 

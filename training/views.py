@@ -7,12 +7,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.roles import ADMIN, role_required
 from catalog.models import Catalog
+from registry.models import ModelVersion, Promotion
+from registry.versions import DecisionRefused, default_version, do_discard, do_promote, do_undo_promotion
 from training import gold
 from training.curve import curve_chart, curve_points
 from training.forms import JobForm
-from training.models import ModelVersion, Promotion, TrainingJob
+from training.models import TrainingJob
 from training.services import JobRefused, JobRequest, do_cancel_job, start_training_job
-from training.versions import DecisionRefused, default_version, do_discard, do_promote, do_undo_promotion
 
 JOBS_SHOWN = 10
 

@@ -21,13 +21,15 @@ from django.utils import timezone
 
 from catalog.models import Product
 from extraction.engine.decode.stopping import Cancelled  # torch-free: the evaluation's decoding stops with it
+from registry import cache
+from registry.archive import pack, sha256_hex, unpack
+from registry.models import ModelVersion
+from registry.versions import do_promote
 from runner.decoding import engine_model_dir
 from runner.training import evaluation
-from training import cache, gold
-from training.archive import pack, sha256_hex, unpack
-from training.models import ModelVersion, TrainingJob
+from training import gold
+from training.models import TrainingJob
 from training.services import add_event, finish_cancelled
-from training.versions import do_promote
 
 log = logging.getLogger(__name__)
 

@@ -5,11 +5,12 @@ import pytest
 import redis
 from django.conf import settings
 
+from registry.models import ModelVersion
+from registry.versions import default_version
 from tests.support.browser import chromium_page, sign_in
 from tests.support.training import TINY_JOB_ENV, reviewed_catalog
 from tests.support.workers import start_worker, stop_worker
-from training.models import ModelVersion, TrainingJob
-from training.versions import default_version
+from training.models import TrainingJob
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

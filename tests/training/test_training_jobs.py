@@ -12,14 +12,15 @@ from django.conf import settings
 from django.utils import timezone
 
 from extraction.services import RunRequest, do_start_run
+from registry.archive import sha256_hex
+from registry.models import ModelVersion
+from registry.versions import default_version, do_promote, do_undo_promotion, shipped_version
 from review.models import GoldValue
 from tests.support.training import TINY_JOB_ENV, reviewed_catalog, tiny_job
 from tests.support.workers import start_worker, stop_worker, wait_for_log, wait_until
 from tools.worker_processes import kill_worker
-from training.archive import sha256_hex
-from training.models import ModelVersion, TrainingJob
+from training.models import TrainingJob
 from training.services import do_cancel_job, resume_stalled_jobs, wait_for_job
-from training.versions import default_version, do_promote, do_undo_promotion, shipped_version
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -9,11 +9,11 @@ import pytest
 from django.urls import reverse
 
 from extraction.services import RunRefused, RunRequest, do_start_run
+from registry import cache
+from registry.archive import ArchiveError, pack, sha256_hex
+from registry.models import ModelVersion
+from registry.versions import DecisionRefused, default_version, do_discard, do_promote, do_undo_promotion
 from tests.support.training import reviewed_catalog
-from training import cache
-from training.archive import ArchiveError, pack, sha256_hex
-from training.models import ModelVersion
-from training.versions import DecisionRefused, default_version, do_discard, do_promote, do_undo_promotion
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +64,7 @@ def test_an_archive_member_that_is_not_a_plain_file_name_is_refused(settings, tm
         info.size = 1
         tar.addfile(info, io.BytesIO(b"x"))
     (tmp_path / "into").mkdir()
-    from training.archive import unpack
+    from registry.archive import unpack
 
     with pytest.raises(ArchiveError, match="not a plain file name"):
         unpack(buffer.getvalue(), sha256_hex(buffer.getvalue()), tmp_path / "into")
@@ -91,13 +91,18 @@ def test_promotion_sets_the_catalog_default_runs_use_and_undo_puts_the_old_one_b
         do_undo_promotion(catalog)
 
 
-def test_the_run_form_offers_each_version_with_its_f1_on_blind_gold(client_for, alice, tmp_path):
+def test_the_run_form_offers_each_version_with_its_f1_on_blind_gold(client_for, alice, bob, tmp_path):
     catalog = reviewed_catalog()
     version = stored_version(catalog, tmp_path, "house style")
     page = client_for(alice).get(reverse("extraction:start")).content.decode()
-    assert f'value="version:{version.pk}"' in page
-    assert "Reviewed shop: house style · no F1 on blind gold yet" in page
-    assert "shipped: no F1 on blind gold yet" in page
+    assert f'<option value="version:{version.pk}">Reviewed shop: house style</option>' in page
+    # beside the menu, the versions' F1 on blind gold, loaded from review's fragment
+    scores_url = reverse("review:version_scores")
+    assert f'hx-get="{scores_url}" hx-trigger="load"' in page
+    scores = client_for(alice).get(scores_url).content.decode()
+    assert "<td>Shipped default</td>" in scores and "<td>Reviewed shop: house style</td>" in scores
+    assert scores.count("no F1 on blind gold yet") == 2
+    assert client_for(bob).get(scores_url).status_code == 403  # the run form's audience only
 
 
 def test_the_improve_page_shows_reviewed_gold_by_provenance_to_admins_only(client_for, alice, bob):

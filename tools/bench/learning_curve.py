@@ -193,8 +193,8 @@ def train(catalog: Catalog, request: CurveRequest, say) -> TrainingJob:
 
 def version_dirs(job: TrainingJob) -> tuple[str, str]:
     """(the version the job started from, the version it made), as local model directories."""
+    from registry import cache
     from runner.decoding import engine_model_dir
-    from training import cache
 
     old = engine_model_dir("") if job.parent.is_shipped else str(cache.local_dir(job.parent.pk))
     return str(old), str(cache.local_dir(job.result.pk))

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from training.archive import unpack
-from training.models import ModelVersion
+from registry.archive import unpack
+from registry.models import ModelVersion
 
 log = logging.getLogger(__name__)
 

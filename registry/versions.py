@@ -5,17 +5,11 @@ Promotion makes a version the catalog's default and can be undone (the previous 
 back); a discarded version is no longer offered. Each `do_*` function is one transaction.
 """
 
-from dataclasses import dataclass
-
 from django.db import transaction
 from django.utils import timezone
 
 from catalog.models import Catalog
-from extraction.engine import metric
-from extraction.models import Run
-from review.bootstrap import f1_interval
-from review.quality import Scope, decoded_products, gold_pairs, pair_rows, per_product_counts
-from training.models import CatalogModel, ModelVersion, Promotion
+from registry.models import CatalogModel, ModelVersion, Promotion
 
 SHIPPED_NAME = "Shipped default"
 
@@ -58,31 +52,6 @@ def offered_versions(catalog: Catalog | None = None):
         shipped_version(create=False),  # the run form's GET writes nothing
         *trained.defer("archive").select_related("catalog").order_by("catalog__name", "id"),
     ]
-
-
-@dataclass
-class BlindScore:
-    """A version's F1 on blind gold: of its newest finished run over the catalog's products."""
-
-    run: Run | None
-    f1: float | None
-    interval: tuple[float, float] | None
-    products: int
-
-
-def blind_score(version: ModelVersion, catalog: Catalog | None) -> BlindScore:
-    if version.pk is None:
-        return BlindScore(None, None, None, 0)  # the shipped default before any run used it
-    runs = Run.objects.filter(status=Run.Status.DONE, model_version=version).order_by("-finished_at", "-id")
-    if catalog is not None:
-        runs = runs.filter(catalog=catalog)
-    for run in runs[:5]:
-        pairs = gold_pairs(run, Scope(frozenset(decoded_products(run))))
-        if pairs:
-            per_product = per_product_counts(pairs)
-            f1 = metric.evaluate(pair_rows(pairs)).micro.f1
-            return BlindScore(run, f1, f1_interval(per_product), len(per_product))
-    return BlindScore(None, None, None, 0)
 
 
 def do_promote(version: ModelVersion, user=None, automatic: bool = False) -> Promotion:
