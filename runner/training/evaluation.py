@@ -58,16 +58,19 @@ def decode(
     return out
 
 
-def score(predictions: dict[int, dict[str, str]], gold: dict[int, dict[str, str]], categories: dict) -> dict:
-    """F1, its interval and per-attribute F1 of predictions on the gold (pairs the model answered)."""
+def score(
+    predictions: dict[int, dict[str, str]], gold: dict[int, dict[str, list[str]]], categories: dict
+) -> dict:
+    """F1, its interval and per-attribute F1 of predictions on the gold, each pair's accepted forms
+    (one typed by a reviewer; several in an AVE file), pairs the model answered."""
     report = metric.Report()
     per_product: dict[int, metric.Counts] = defaultdict(metric.Counts)
     for product_id, answers in gold.items():
         predicted = predictions.get(product_id, {})
-        for name, value in answers.items():
+        for name, forms in answers.items():
             if name not in predicted:
                 continue  # an attribute no longer in the schema: nothing was decoded for it
-            kind = report.add(categories[product_id], name, predicted[name], [value])
+            kind = report.add(categories[product_id], name, predicted[name], forms)
             per_product[product_id].add(kind)
     interval = f1_interval(list(per_product.values()))
     return {
@@ -85,8 +88,11 @@ def compare(
     """Both versions on the held-back products: {"old": score, "new": score, "changes": [...]}."""
     products = list(Product.objects.filter(pk__in=gold).select_related("category"))
     categories = {p.id: p.category.name for p in products}
-    old = score(decode(old_dir, products, device, should_stop), gold, categories)
-    new = score(decode(new_dir, products, device, should_stop), gold, categories)
+    forms = {
+        product_id: {name: [value] for name, value in answers.items()} for product_id, answers in gold.items()
+    }
+    old = score(decode(old_dir, products, device, should_stop), forms, categories)
+    new = score(decode(new_dir, products, device, should_stop), forms, categories)
     changes = []
     for name in sorted(set(old["per_attribute"]) | set(new["per_attribute"])):
         before = old["per_attribute"].get(name, [None, 0])

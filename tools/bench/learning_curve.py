@@ -20,7 +20,6 @@ import json
 import random
 import tempfile
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,11 +31,9 @@ from catalog.imports.write import import_file
 from catalog.models import Catalog, Product
 from catalog.schemas import do_import_schema
 from extraction.engine import data as ave
-from extraction.engine import metric
 from extraction.models import Run
 from extraction.services import RunRequest, do_start_run
 from review.blind import do_blind_label
-from review.bootstrap import f1_interval
 from review.filters import QueueFilter
 from review.useful_order import candidates
 from review.usefulness import rank_products
@@ -201,22 +198,16 @@ def version_dirs(job: TrainingJob) -> tuple[str, str]:
 
 
 def score_products(model_dir: str, products: list[Product], by_sku: dict[str, ave.Product]) -> dict:
-    """The standard metric of the model's values on these products against every accepted form of
-    the file's gold (judged pairs only), with a bootstrap 95% interval over products."""
+    """The training job's own scorer (runner/training/evaluation.py) on these products, against every
+    accepted form of the file's gold (judged pairs only), with its bootstrap 95% interval."""
     from django.conf import settings
 
-    from runner.training.evaluation import decode
+    from runner.training.evaluation import decode, score
 
-    predictions = decode(model_dir, products, settings.SLOTWISE_DEVICE)
-    report = metric.Report()
-    per_product = defaultdict(metric.Counts)
-    for product in products:
-        record = by_sku[product.sku]
-        for attribute, forms in record.gold.items():
-            kind = report.add(record.category, attribute, predictions[product.pk].get(attribute), forms)
-            per_product[product.pk].add(kind)
-    interval = f1_interval(list(per_product.values()))
-    return {"f1": report.micro.f1, "interval": list(interval) if interval else None}
+    gold = {p.pk: by_sku[p.sku].gold for p in products}
+    return score(
+        decode(model_dir, products, settings.SLOTWISE_DEVICE), gold, {p.pk: p.category.name for p in products}
+    )
 
 
 def summary(point: LearningCurvePoint) -> str:
