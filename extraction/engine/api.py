@@ -9,7 +9,8 @@ process may use the dataclasses; workers construct an Extractor once per process
     results[0]["Brand"].text, .confidence, .steps, .truncated
 
 Confidences are calibrated when the model directory's slotwise.json has a "calibration" block
-(`evaluate --fit-calibration` writes it): confidence = sigmoid(logit(raw) / T), one T per decoder.
+(`evaluate --fit-calibration` or `calibrate` writes it): confidence = sigmoid(a * logit(raw) + b),
+one (a, b) per decoder for values and one for "n/a" (an older file's temperature T reads as a = 1/T).
 """
 
 from __future__ import annotations

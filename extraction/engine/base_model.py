@@ -409,6 +409,12 @@ def publish(stage: pathlib.Path, artifact: pathlib.Path = ARTIFACT_DIR, name: st
         sum(s.get("seconds") or 60 * s.get("minutes", 0) for s in past["stages"]) / 60, 1
     )
     history.write_text(json.dumps(past, indent=1) + "\n")
+    write_sums(artifact)
+
+
+def write_sums(artifact: pathlib.Path) -> None:
+    """SHA256SUMS over the files `prepare` reads: after publish, and after a command that changes one
+    of them in place (`calibrate` rewrites slotwise.json)."""
     files = sorted(
         [ADAPTER_WEIGHTS, ADAPTER_CONFIG, "slotwise.json", "tokenizer.json", "tokenizer_config.json"]
     )

@@ -4,6 +4,7 @@
     train         train the extraction model, or fine-tune --base (engine/train/trainer.py)
     precision     float32 / bfloat16 / int8 / compile interleaved, HPD and AR (engine/evaluate/precision.py)
     pool          evaluate --json files of side-by-side runs over disjoint categories, joined (engine/evaluate/pool.py)
+    calibrate     fit each decoder's confidence scaling on evaluate --json files, no decoding (engine/evaluate/calibration_fit.py)
     random-model  a random model of a published shape, speed only (engine/evaluate/random_models.py)
 
 Each subcommand's arguments are added by the small functions under its name, in the order --help
@@ -16,6 +17,7 @@ import argparse
 import sys
 
 from extraction.engine.budgets import DEFAULT_BUDGET
+from extraction.engine.evaluate.calibration_fit import run_calibrate
 from extraction.engine.evaluate.command import DEFAULT_DECODERS, run_evaluate
 from extraction.engine.evaluate.pool import run_pool
 from extraction.engine.evaluate.precision import PRECISIONS, REFERENCE, run_precision
@@ -36,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_parser(sub)
     add_precision_parser(sub)
     add_pool_parser(sub)
+    add_calibrate_parser(sub)
     add_random_model_parser(sub)
     return parser
 
@@ -356,6 +359,25 @@ def add_pool_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="JSON", help="evaluate --json files (one per process)")
     p.add_argument("--json", default=None, help="write the pooled figures here")
     p.set_defaults(func=run_pool)
+    return p
+
+
+# ---------------------------------------------------------------------------------- calibrate
+
+
+def add_calibrate_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "calibrate",
+        help="fit each decoder's confidence scaling on evaluate --json files (no decoding) into slotwise.json",
+    )
+    p.add_argument(
+        "outputs",
+        nargs="+",
+        metavar="JSON",
+        help="evaluate --json files of this model (their raw confidences)",
+    )
+    p.add_argument("--model", default=None, help="model directory to write (default: the bundled model)")
+    p.set_defaults(func=run_calibrate)
     return p
 
 

@@ -285,6 +285,20 @@ def test_evaluate_reports_na_and_calibration_and_fits_into_slotwise_json(model_d
     assert Extractor(target).na_scalings["hpd"] == Scaling.of(block["na"]["hpd"])
     assert "calibration written" in capsys.readouterr().out
 
+    # calibrate: the same fit from the saved outputs alone, no decoding (the run above decoded the
+    # same raw confidences as the one saved, so two copies of the output give the same scalings)
+    conf["calibration"] = {}
+    (target / "slotwise.json").write_text(json.dumps(conf))
+    assert main(["calibrate", "--model", str(target), str(out), str(out)]) == 0
+    again = json.loads((target / "slotwise.json").read_text())
+    assert again["note"] == "kept" and again["calibration"] == block
+    # an output of another model is refused, and nothing is written
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**res, "model": "another-model"}))
+    assert main(["calibrate", "--model", str(target), str(out), str(other)]) == 2
+    assert "another-model" in capsys.readouterr().err
+    assert json.loads((target / "slotwise.json").read_text()) == again
+
 
 def test_wilson_interval_and_the_precision_curve():
     low, high = calibration.wilson(49, 50)  # textbook value: 0.895 - 0.996
