@@ -91,7 +91,7 @@ def test_promotion_sets_the_catalog_default_runs_use_and_undo_puts_the_old_one_b
         do_undo_promotion(catalog)
 
 
-def test_the_run_form_offers_each_version_with_its_f1_on_blind_gold(client_for, alice, bob, tmp_path):
+def test_the_run_form_offers_each_version_with_its_f1_on_blind_gold(client_for, alice, carol, tmp_path):
     catalog = reviewed_catalog()
     version = stored_version(catalog, tmp_path, "house style")
     page = client_for(alice).get(reverse("extraction:start")).content.decode()
@@ -102,7 +102,7 @@ def test_the_run_form_offers_each_version_with_its_f1_on_blind_gold(client_for, 
     scores = client_for(alice).get(scores_url).content.decode()
     assert "<td>Shipped default</td>" in scores and "<td>Reviewed shop: house style</td>" in scores
     assert scores.count("no F1 on blind gold yet") == 2
-    assert client_for(bob).get(scores_url).status_code == 403  # the run form's audience only
+    assert client_for(carol).get(scores_url).status_code == 403  # raters see no review page
 
 
 def test_the_improve_page_shows_reviewed_gold_by_provenance_to_admins_only(client_for, alice, bob):
