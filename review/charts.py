@@ -7,7 +7,7 @@ GAP = 6
 GROUP_GAP = 14
 LABEL_WIDTH = 170
 PLOT_WIDTH = 420
-SERIES_CLASSES = ("s0", "s1", "s2")
+SERIES_CLASSES = ("s0", "s1", "s2", "s3")
 
 
 @dataclass

@@ -21,24 +21,27 @@ def curve_points(catalog: Catalog) -> list[LearningCurvePoint]:
 
 
 def curve_chart(points: list[LearningCurvePoint]) -> Chart | None:
+    """Per N reviewed, each order's F1 before and after training on the products it left unreviewed
+    (the orders leave different products, so each has its own "before")."""
     if not points:
         return None
     sizes = sorted({p.n_reviewed for p in points})
-    before, after = defaultdict(list), defaultdict(list)
+    table = defaultdict(list)
     for p in points:
-        before[p.n_reviewed].append(p.f1_before)
-        after[(p.order, p.n_reviewed)].append(p.f1_after)
+        table[(p.order, "before", p.n_reviewed)].append(p.f1_before)
+        table[(p.order, "after", p.n_reviewed)].append(p.f1_after)
 
-    def averaged(table, key):
-        return mean(table[key]) if table.get(key) else None
+    def series(order, when):
+        return [mean(table[(order, when, n)]) if table.get((order, when, n)) else None for n in sizes]
 
     return grouped_bars(
-        f"F1 on the products nobody reviewed, {points[0].data_name}",
+        f"F1 on the products nobody reviewed, {points[0].data_name} (standard metric)",
         [f"{n} reviewed" for n in sizes],
         [
-            ("before training", [averaged(before, n) for n in sizes]),
-            ("after, most useful first", [averaged(after, (Order.USEFUL, n)) for n in sizes]),
-            ("after, random order", [averaged(after, (Order.RANDOM, n)) for n in sizes]),
+            ("most useful first: before", series(Order.USEFUL, "before")),
+            ("most useful first: after", series(Order.USEFUL, "after")),
+            ("random order: before", series(Order.RANDOM, "before")),
+            ("random order: after", series(Order.RANDOM, "after")),
         ],
         scale=1.0,
         fmt="{:.3f}",

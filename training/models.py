@@ -117,6 +117,12 @@ class LearningCurvePoint(models.Model):
     f1_after = models.FloatField()
     interval_before = models.JSONField(null=True, blank=True)  # [low, high], bootstrap 95% over products
     interval_after = models.JSONField(null=True, blank=True)
+    # The same decodes scored as a reviewer types gold (every schema attribute: the file's value or
+    # "n/a"), as the reviewed products were typed and as the job's proof scores; null on older points.
+    typed_before = models.FloatField(null=True, blank=True)
+    typed_after = models.FloatField(null=True, blank=True)
+    typed_interval_before = models.JSONField(null=True, blank=True)
+    typed_interval_after = models.JSONField(null=True, blank=True)
     job = models.ForeignKey(TrainingJob, null=True, on_delete=models.SET_NULL, related_name="+")
     job_minutes = models.FloatField(help_text="The training job from start to end (training and its proof).")
     minutes = models.FloatField(help_text="The whole point: import, decode, review, job, scoring.")

@@ -58,6 +58,8 @@ def test_one_point_reviews_n_trains_and_scores_only_the_products_nobody_reviewed
     summary = json.loads(out.getvalue().strip().splitlines()[-1])
     assert summary["order"] == "useful" and summary["n_reviewed"] == 6 and summary["n_remaining"] == 6
     assert 0 <= summary["f1_before"] <= 1 and 0 <= summary["f1_after"] <= 1 and summary["minutes"] > 0
+    # the same decodes scored again as a reviewer types gold (every attribute, n/a where none)
+    assert 0 <= summary["typed_before"] <= 1 and 0 <= summary["typed_after"] <= 1
 
     point = LearningCurvePoint.objects.get()
     catalog = point.catalog
@@ -88,6 +90,8 @@ def test_one_point_reviews_n_trains_and_scores_only_the_products_nobody_reviewed
     page = client.get(reverse("training:improve", args=[catalog.pk])).content.decode()
     assert 'id="learning-curve"' in page and "6 reviewed" in page
     assert f"{point.f1_after:.3f}" in page and f"{point.f1_before:.3f}" in page
+    assert f"{point.typed_after:.3f}" in page and f"{point.typed_before:.3f}" in page
+    assert "most useful first: after" in page  # the chart's legend: each order before and after
 
 
 def test_a_review_count_the_file_cannot_hold_is_refused_before_anything_is_stored(small_file):

@@ -9,7 +9,9 @@ One point of the learning curve, end to end through the product:
    "most useful" order or at random;
 4. the training job of the "Improve the model" page runs on a `train` worker;
 5. the old and the new version decode the products nobody reviewed; both are scored on the file's
-   gold there (the standard metric, bootstrap 95% intervals over products).
+   gold there, twice (bootstrap 95% intervals over products): by the standard metric (the pairs the
+   file judges) and as a reviewer types gold (every attribute of the schema: the file's value, or
+   "n/a" where it has none, as the reviewed products were typed and as the job's own proof scores).
 
 Nothing here is fed by what it scores: the remaining products' gold is never typed, trained on or
 shown to the model. Needs the run and training workers of `make dev` (or of a cluster).
@@ -76,6 +78,7 @@ def run_point(request: CurveRequest, say=lambda text: None) -> LearningCurvePoin
     old_dir, new_dir = version_dirs(job)
     before = score_products(old_dir, remaining, by_sku)
     after = score_products(new_dir, remaining, by_sku)
+    say(f"scored both versions on the {len(remaining)} products nobody reviewed")
     return LearningCurvePoint.objects.create(
         catalog=catalog,
         data_name=data_name(request.data),
@@ -83,10 +86,14 @@ def run_point(request: CurveRequest, say=lambda text: None) -> LearningCurvePoin
         seed=request.seed,
         n_reviewed=len(reviewed),
         n_remaining=len(remaining),
-        f1_before=before["f1"],
-        f1_after=after["f1"],
-        interval_before=before["interval"],
-        interval_after=after["interval"],
+        f1_before=before["standard"]["f1"],
+        f1_after=after["standard"]["f1"],
+        interval_before=before["standard"]["interval"],
+        interval_after=after["standard"]["interval"],
+        typed_before=before["typed"]["f1"],
+        typed_after=after["typed"]["f1"],
+        typed_interval_before=before["typed"]["interval"],
+        typed_interval_after=after["typed"]["interval"],
         job=job,
         job_minutes=(job.finished_at - job.started_at).total_seconds() / 60,
         minutes=(time.monotonic() - started) / 60,
@@ -165,13 +172,18 @@ def pick_products(catalog: Catalog, runs: dict[str, Run], request: CurveRequest)
     return list(Product.objects.filter(pk__in=chosen).select_related("category"))
 
 
+def as_typed(product: Product, record: ave.Product) -> dict[str, list[str]]:
+    """The product's gold as a reviewer types it: for every attribute of its schema, the file's
+    accepted forms, or "n/a" where the file has none (its annotators tagged every value a title holds)."""
+    names = product.category.current_schema.attributes.values_list("name", flat=True)
+    return {name: record.gold.get(name) or [NA] for name in names}
+
+
 def type_gold(products: list[Product], by_sku: dict[str, ave.Product]) -> None:
-    """Each product's gold typed blind: the file's first accepted form, "n/a" where it has none."""
+    """Each product's gold typed blind: the first accepted form of each attribute, as_typed's."""
     for product in products:
-        gold = by_sku[product.sku].gold
-        schema = product.category.current_schema
-        typed = {a.name: (gold.get(a.name) or [NA])[0] for a in schema.attributes.all()}
-        do_blind_label(product, schema.pk, typed, user=None)
+        typed = {name: forms[0] for name, forms in as_typed(product, by_sku[product.sku]).items()}
+        do_blind_label(product, product.category.current_schema.pk, typed, user=None)
 
 
 def train(catalog: Catalog, request: CurveRequest, say) -> TrainingJob:
@@ -198,16 +210,21 @@ def version_dirs(job: TrainingJob) -> tuple[str, str]:
 
 
 def score_products(model_dir: str, products: list[Product], by_sku: dict[str, ave.Product]) -> dict:
-    """The training job's own scorer (runner/training/evaluation.py) on these products, against every
-    accepted form of the file's gold (judged pairs only), with its bootstrap 95% interval."""
+    """{"standard": ..., "typed": ...}: the training job's own scorer (runner/training/evaluation.py)
+    on one decode of these products, against the file's gold on the pairs it judges (the standard
+    metric) and against the gold as a reviewer types it (as_typed), each with its interval."""
     from django.conf import settings
 
     from runner.training.evaluation import decode, score
 
-    gold = {p.pk: by_sku[p.sku].gold for p in products}
-    return score(
-        decode(model_dir, products, settings.SLOTWISE_DEVICE), gold, {p.pk: p.category.name for p in products}
-    )
+    predictions = decode(model_dir, products, settings.SLOTWISE_DEVICE)
+    categories = {p.pk: p.category.name for p in products}
+    judged = {p.pk: by_sku[p.sku].gold for p in products}
+    typed = {p.pk: as_typed(p, by_sku[p.sku]) for p in products}
+    return {
+        "standard": score(predictions, judged, categories),
+        "typed": score(predictions, typed, categories),
+    }
 
 
 def summary(point: LearningCurvePoint) -> str:
@@ -223,6 +240,8 @@ def summary(point: LearningCurvePoint) -> str:
             "f1_after": round(point.f1_after, 4),
             "interval_before": point.interval_before,
             "interval_after": point.interval_after,
+            "typed_before": round(point.typed_before, 4),
+            "typed_after": round(point.typed_after, 4),
             "minutes": round(point.minutes, 1),
             "job_minutes": round(point.job_minutes, 1),
         }

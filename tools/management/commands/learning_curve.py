@@ -35,11 +35,13 @@ class Command(BaseCommand):
             point = run_point(request, say=self.stdout.write)
         except CurveError as exc:
             raise CommandError(str(exc)) from None
-        before, after = point.interval_before, point.interval_after
         self.stdout.write(
-            f"F1 on the {point.n_remaining} products nobody reviewed: before {point.f1_before:.3f} "
-            f"{fmt(before)}, after {point.f1_after:.3f} {fmt(after)} ({point.order} order, N={point.n_reviewed}); "
-            f"job {point.job_minutes:.1f} min, whole point {point.minutes:.1f} min"
+            f"F1 on the {point.n_remaining} products nobody reviewed ({point.order} order, N={point.n_reviewed}):\n"
+            f"  standard (judged pairs): before {point.f1_before:.3f} {fmt(point.interval_before)}, "
+            f"after {point.f1_after:.3f} {fmt(point.interval_after)}\n"
+            f"  as a reviewer types gold (n/a where the title has none): before {point.typed_before:.3f} "
+            f"{fmt(point.typed_interval_before)}, after {point.typed_after:.3f} {fmt(point.typed_interval_after)}\n"
+            f"  job {point.job_minutes:.1f} min, whole point {point.minutes:.1f} min"
         )
         self.stdout.write(summary(point))
 
