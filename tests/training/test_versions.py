@@ -112,6 +112,7 @@ def test_the_improve_page_shows_reviewed_gold_by_provenance_to_admins_only(clien
     page = client_for(alice).get(url).content.decode()
     assert '<dd id="gold-products">6</dd>' in page and '<dd id="gold-blind">4</dd>' in page
     assert '<dd id="gold-corrected">4</dd>' in page and '<dd id="gold-accepted">4</dd>' in page
+    assert "css/review" in page  # the charts' styles (the learning curve's bars take their colours there)
 
 
 def test_a_start_without_enough_reviewed_products_is_refused_and_stores_nothing(client_for, alice):
