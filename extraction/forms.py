@@ -19,7 +19,7 @@ def with_versions(choices: list[tuple[str, str]]) -> list[tuple[str, str]]:
             label = f"{label} · the catalog's promoted version if any"
         out.append((value, label))
     for version in offered_versions()[1:]:  # [0] is the shipped default: the bundled entry above
-        out.append((run_model_dir(version), f"{version.catalog.name}: {version.name}"))
+        out.append((run_model_dir(version), version.label))
     return out
 
 

@@ -67,6 +67,14 @@ class ModelVersion(models.Model):
     def is_shipped(self) -> bool:
         return self.kind == self.Kind.SHIPPED
 
+    @property
+    def label(self) -> str:
+        """How menus and tables name it: with its catalog, unless its name already starts with it (a
+        training job names its version after the catalog)."""
+        if self.catalog is None or self.name.startswith(self.catalog.name):
+            return self.name
+        return f"{self.catalog.name}: {self.name}"
+
 
 class CatalogModel(models.Model):
     """The version a catalog's runs decode with by default (no row: the shipped default)."""

@@ -103,6 +103,9 @@ def test_the_run_form_offers_each_version_with_its_f1_on_blind_gold(client_for, 
     assert "<td>Shipped default</td>" in scores and "<td>Reviewed shop: house style</td>" in scores
     assert scores.count("no F1 on blind gold yet") == 2
     assert client_for(carol).get(scores_url).status_code == 403  # raters see no review page
+    # a job names its version after the catalog: the label does not say the catalog twice
+    named = stored_version(catalog, tmp_path, "Reviewed shop · job 7", b"job")
+    assert named.label == "Reviewed shop · job 7" and version.label == "Reviewed shop: house style"
 
 
 def test_the_improve_page_shows_reviewed_gold_by_provenance_to_admins_only(client_for, alice, bob):
