@@ -103,7 +103,8 @@ def test_filters_refresh_the_queue_in_place_and_follow_the_run(live_server, bob,
             "",
             "Roast",
         ]
-        assert "active" in page.get_attribute("#value-list .vrow", "class")
+        # The cursor lands once htmx has settled the new rows (a few ms after they appear).
+        page.wait_for_function("document.querySelector('#value-list .vrow').classList.contains('active')")
 
 
 def test_a_conflict_shows_the_current_value_in_the_row_and_a_second_try_works(
