@@ -1,5 +1,5 @@
 """The learning curve a catalog's model page draws: the points `manage.py learning_curve` stored for
-the same AVE file, F1 on the products nobody reviewed before training and after, per N reviewed
+the same AVE file (and the same scoring share), F1 on the products nobody reviewed before training and after, per N reviewed
 and per order ("most useful first" against random). Several seeds at one N are averaged."""
 
 from collections import defaultdict
@@ -17,7 +17,8 @@ def curve_points(catalog: Catalog) -> list[LearningCurvePoint]:
     point = LearningCurvePoint.objects.filter(catalog=catalog).first()
     if point is None:
         return []
-    return list(LearningCurvePoint.objects.filter(data_name=point.data_name).select_related("catalog"))
+    same_curve = LearningCurvePoint.objects.filter(data_name=point.data_name, score_share=point.score_share)
+    return list(same_curve.select_related("catalog"))
 
 
 def curve_chart(points: list[LearningCurvePoint]) -> Chart | None:
@@ -35,7 +36,7 @@ def curve_chart(points: list[LearningCurvePoint]) -> Chart | None:
         return [mean(table[(order, when, n)]) if table.get((order, when, n)) else None for n in sizes]
 
     return grouped_bars(
-        f"F1 on the products nobody reviewed, {points[0].data_name} (standard metric)",
+        f"F1 on {points[0].scored_on}, {points[0].data_name} (standard metric)",
         [f"{n} reviewed" for n in sizes],
         [
             ("most useful first: before", series(Order.USEFUL, "before")),

@@ -111,6 +111,9 @@ class LearningCurvePoint(models.Model):
     data_name = models.CharField(max_length=300, help_text="The AVE file, as folder/name.")
     order = models.CharField(max_length=10, choices=Order.choices)
     seed = models.IntegerField(default=0)
+    # 0: scored on every product the point left unreviewed; else on this fixed share of the file,
+    # the same products for every point with the share (tools/bench/learning_curve.scoring_skus)
+    score_share = models.FloatField(default=0.0)
     n_reviewed = models.PositiveIntegerField()
     n_remaining = models.PositiveIntegerField()
     f1_before = models.FloatField()
@@ -130,6 +133,13 @@ class LearningCurvePoint(models.Model):
 
     class Meta:
         ordering = ["data_name", "order", "n_reviewed", "id"]
+
+    @property
+    def scored_on(self) -> str:
+        """What the point's F1 is measured on, in words."""
+        if self.score_share:
+            return f"a fixed {self.score_share:.0%} of the file that nobody reviews"
+        return "the products nobody reviewed"
 
     def __str__(self):
         return (

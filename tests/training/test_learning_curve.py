@@ -15,8 +15,11 @@ from catalog.models import Catalog
 from extraction.engine import data as ave
 from extraction.engine.splits import DEFAULT_DATA
 from review.models import GoldValue
+from tests.support.factories import make_catalog, make_product, make_schema
 from tests.support.training import TINY_JOB_ENV
 from tests.support.workers import start_worker, stop_worker
+from tools.bench.learning_curve import CurveRequest, pick_products, scoring_skus
+from training.curve import curve_points
 from training.models import LearningCurvePoint, TrainingJob
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -100,3 +103,53 @@ def test_a_review_count_the_file_cannot_hold_is_refused_before_anything_is_store
     assert not Catalog.objects.exists()
     with pytest.raises(CommandError, match="no such file"):
         call_command("learning_curve", "--data", str(small_file.parent / "missing.jsonl"), "--review", "3")
+
+
+def test_a_scoring_share_the_file_cannot_spare_is_refused_before_anything_is_stored(small_file):
+    # 12 products, half of them set aside for scoring: at most 6 can be reviewed
+    with pytest.raises(
+        CommandError, match=r"between 1 and 6 \(the file has 12 products, 6 of them set aside"
+    ):
+        call_command("learning_curve", "--data", str(small_file), "--review", "7", "--score-share", "0.5")
+    with pytest.raises(CommandError, match="--score-share must be at least 0 and below 1"):
+        call_command("learning_curve", "--data", str(small_file), "--review", "3", "--score-share", "1")
+    assert not Catalog.objects.exists()
+
+
+def test_the_scoring_share_is_one_fixed_draw_whatever_the_point():
+    skus = [f"LC-{i:05d}" for i in range(245)]
+    share = scoring_skus(skus, 0.3)
+    assert len(share) == 74 and share <= set(skus)
+    assert scoring_skus(list(reversed(skus)), 0.3) == share  # not the order the file is read in
+    assert scoring_skus(skus, 0.0) == set()  # no share: each point scores on what it left
+    assert share != set(skus[:74])  # drawn over the whole file, not its first lines
+
+
+def test_a_point_never_reviews_the_products_set_aside_for_scoring():
+    schema = make_schema("Shoes")
+    catalog = make_catalog()
+    products = [make_product(catalog, schema.category) for _ in range(10)]
+    never = {p.pk for p in products[:4]}
+    for seed in range(5):
+        request = CurveRequest(data=DEFAULT_DATA, review=6, order="random", seed=seed, score_share=0.4)
+        picked = {p.pk for p in pick_products(catalog, {}, request, never=never)}
+        assert len(picked) == 6 and not picked & never
+
+
+def test_points_scored_on_different_shares_are_different_curves(client, alice):
+    schema = make_schema("Shoes")
+
+    def point(share, order):
+        catalog = make_catalog()
+        make_product(catalog, schema.category)
+        return LearningCurvePoint.objects.create(
+            catalog=catalog, data_name="oa-mine/dev.jsonl", order=order, score_share=share, n_reviewed=50,
+            n_remaining=74, f1_before=0.7, f1_after=0.72, job_minutes=15, minutes=30,
+        )  # fmt: skip
+
+    fixed_useful, fixed_random, unfixed = point(0.3, "useful"), point(0.3, "random"), point(0.0, "useful")
+    assert set(curve_points(fixed_useful.catalog)) == {fixed_useful, fixed_random}
+    assert curve_points(unfixed.catalog) == [unfixed]
+    client.force_login(alice)
+    page = client.get(reverse("training:improve", args=[fixed_random.catalog.pk])).content.decode()
+    assert "a fixed 30% of the file that nobody reviews" in page

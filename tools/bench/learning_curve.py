@@ -8,8 +8,9 @@ One point of the learning curve, end to end through the product:
    value for every attribute, "n/a" where the file gives none), picked in the review queue's
    "most useful" order or at random;
 4. the training job of the "Improve the model" page runs on a `train` worker;
-5. the old and the new version decode the products nobody reviewed; both are scored on the file's
-   gold there, twice (bootstrap 95% intervals over products): by the standard metric (the pairs the
+5. the old and the new version decode the products nobody reviewed (or, with a score share, a
+   fixed share of the file set aside before any product is picked: the same products for every
+   order, N and seed, so that the points of one file compare); both are scored on the file's gold there, twice (bootstrap 95% intervals over products): by the standard metric (the pairs the
    file judges) and as a reviewer types gold (every attribute of the schema: the file's value, or
    "n/a" where it has none, as the reviewed products were typed and as the job's own proof scores).
 
@@ -44,6 +45,9 @@ from training.services import JobRequest, start_training_job, wait_for_job
 
 ORDERS = ("useful", "random")
 NA = "n/a"
+# The seed of the scoring share's draw: its own, not --seed's, so that every point of a file (any
+# order, N or seed) is scored on the same products.
+SCORE_SEED = 0
 
 
 class CurveError(RuntimeError):
@@ -58,32 +62,45 @@ class CurveRequest:
     seed: int = 0
     minutes: float | None = None  # None: the training job's default (settings.TRAINING_MINUTES)
     timeout: float = 4 * 3600  # seconds to wait for each run and for the job
+    # 0: score on every product nobody reviewed; > 0: on this fixed share of the file, never reviewed
+    score_share: float = 0.0
 
 
 def run_point(request: CurveRequest, say=lambda text: None) -> LearningCurvePoint:
     started = time.monotonic()
     products = ave.load(request.data)
-    if not 0 < request.review < len(products):
+    if not 0 <= request.score_share < 1:
+        raise CurveError(f"--score-share must be at least 0 and below 1, not {request.score_share}")
+    by_sku = skus_of(products)
+    set_aside = scoring_skus(list(by_sku), request.score_share)
+    reviewable = len(products) - (len(set_aside) if set_aside else 1)
+    if not 0 < request.review <= reviewable:
+        kept = f", {len(set_aside)} of them set aside for scoring" if set_aside else ""
         raise CurveError(
-            f"--review must be between 1 and {len(products) - 1} (the file has {len(products)} products)"
+            f"--review must be between 1 and {reviewable} (the file has {len(products)} products{kept})"
         )
-    catalog, by_sku = import_catalog(request, products)
+    catalog = import_catalog(request, by_sku)
     say(f"imported {len(by_sku)} products into catalog {catalog.pk} ({catalog.name})")
     runs = decode_catalog(catalog, request, say)
-    reviewed = pick_products(catalog, runs, request)
+    scored = catalog.products.filter(sku__in=set_aside)
+    reviewed = pick_products(catalog, runs, request, never=set(scored.values_list("pk", flat=True)))
     type_gold(reviewed, by_sku)
     say(f"typed the gold of {len(reviewed)} products blind ({request.order} order)")
     job = train(catalog, request, say)
-    remaining = list(catalog.products.exclude(pk__in=[p.pk for p in reviewed]).select_related("category"))
+    if not set_aside:
+        scored = catalog.products.exclude(pk__in=[p.pk for p in reviewed])
+    remaining = list(scored.select_related("category"))
     old_dir, new_dir = version_dirs(job)
     before = score_products(old_dir, remaining, by_sku)
     after = score_products(new_dir, remaining, by_sku)
-    say(f"scored both versions on the {len(remaining)} products nobody reviewed")
+    where = "set aside for scoring" if set_aside else "nobody reviewed"
+    say(f"scored both versions on the {len(remaining)} products {where}")
     return LearningCurvePoint.objects.create(
         catalog=catalog,
         data_name=data_name(request.data),
         order=request.order,
         seed=request.seed,
+        score_share=request.score_share,
         n_reviewed=len(reviewed),
         n_remaining=len(remaining),
         f1_before=before["standard"]["f1"],
@@ -105,16 +122,29 @@ def data_name(path: Path) -> str:
     return f"{path.parent.name}/{path.name}"
 
 
-def import_catalog(
-    request: CurveRequest, products: list[ave.Product]
-) -> tuple[Catalog, dict[str, ave.Product]]:
+def skus_of(products: list[ave.Product]) -> dict[str, ave.Product]:
+    """The SKU each record of the file is imported under (its line in the file)."""
+    return {f"LC-{i:05d}": p for i, p in enumerate(products)}
+
+
+def scoring_skus(skus: list[str], share: float) -> set[str]:
+    """The fixed share of the file every point with this share is scored on and never reviews: a
+    draw of its own seed (SCORE_SEED), whatever the point's order, N and --seed. Empty for share 0
+    (each point then scores on the products it left unreviewed)."""
+    if share <= 0:
+        return set()
+    return set(random.Random(SCORE_SEED).sample(sorted(skus), round(share * len(skus))))
+
+
+def import_catalog(request: CurveRequest, by_sku: dict[str, ave.Product]) -> Catalog:
     """A new catalog of the file's products (titles only: no gold goes in), under schemas named
     after the file so that no catalog's own category changes."""
     prefix = f"{data_name(request.data)} "
-    name = f"Learning curve {data_name(request.data)} {request.order} N={request.review} seed {request.seed}"
+    shared = f" scored on {request.score_share:.0%}" if request.score_share else ""
+    name = f"Learning curve {data_name(request.data)} {request.order} N={request.review} seed {request.seed}{shared}"
     if Catalog.objects.filter(name=name).exists():
         raise CurveError(f"catalog {name!r} exists already: delete it first, or pick another --seed")
-    by_sku = {f"LC-{i:05d}": p for i, p in enumerate(products)}
+    products = list(by_sku.values())
     with tempfile.TemporaryDirectory() as tmp, transaction.atomic():
         for category, attributes in sorted(ave.schemas(products).items()):
             do_import_schema(schema_payload(prefix + category, attributes), user=None)
@@ -128,7 +158,7 @@ def import_catalog(
         counts = import_file(path, file_format, guess_mapping(file_format.header, []), catalog.pk)
     if counts.created != len(by_sku):
         raise CurveError(f"the import wrote {counts.created} of {len(by_sku)} products")
-    return catalog, by_sku
+    return catalog
 
 
 def schema_payload(category: str, attributes: list[str]) -> dict:
@@ -160,15 +190,17 @@ def decode_catalog(catalog: Catalog, request: CurveRequest, say) -> dict[str, Ru
     return {run.decoder: run for run in runs}
 
 
-def pick_products(catalog: Catalog, runs: dict[str, Run], request: CurveRequest) -> list[Product]:
-    """The N products to review: the review queue's "most useful" ranking of the HPD run's values
-    (AR as its partner), or a seeded random draw."""
+def pick_products(
+    catalog: Catalog, runs: dict[str, Run], request: CurveRequest, never: set[int] = frozenset()
+) -> list[Product]:
+    """The N products to review, none of `never` (the scoring share): the review queue's "most
+    useful" ranking of the HPD run's values (AR as its partner), or a seeded random draw."""
     if request.order == "random":
-        ids = sorted(catalog.products.values_list("pk", flat=True))
+        ids = sorted(set(catalog.products.values_list("pk", flat=True)) - never)
         chosen = random.Random(request.seed).sample(ids, request.review)
     else:
         found, _ = candidates(QueueFilter(run=runs["hpd"].pk), runs.get("ar"))
-        chosen = rank_products(found)[: request.review]
+        chosen = rank_products(c for c in found if c.product not in never)[: request.review]
     return list(Product.objects.filter(pk__in=chosen).select_related("category"))
 
 
@@ -236,6 +268,7 @@ def summary(point: LearningCurvePoint) -> str:
             "seed": point.seed,
             "n_reviewed": point.n_reviewed,
             "n_remaining": point.n_remaining,
+            "score_share": point.score_share,
             "f1_before": round(point.f1_before, 4),
             "f1_after": round(point.f1_after, 4),
             "interval_before": point.interval_before,

@@ -22,6 +22,13 @@ class Command(BaseCommand):
         parser.add_argument("--order", choices=ORDERS, default="useful", help="which products are reviewed")
         parser.add_argument("--seed", type=int, default=0, help="seed of the random order and the job")
         parser.add_argument("--minutes", type=float, help="training minutes (default: the job's default)")
+        parser.add_argument(
+            "--score-share",
+            type=float,
+            default=0.0,
+            help="score on this fixed share of the file, drawn by a seed of its own and never reviewed, so "
+            "that points of any order, N and seed compare (default 0: on every product left unreviewed)",
+        )
         parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds to wait for each step")
 
     def handle(self, *args, **options):
@@ -29,14 +36,14 @@ class Command(BaseCommand):
             raise CommandError(f"--data {options['data']}: no such file")
         request = CurveRequest(
             data=options["data"], review=options["review"], order=options["order"], seed=options["seed"],
-            minutes=options["minutes"], timeout=options["timeout"],
+            minutes=options["minutes"], timeout=options["timeout"], score_share=options["score_share"],
         )  # fmt: skip
         try:
             point = run_point(request, say=self.stdout.write)
         except CurveError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(
-            f"F1 on the {point.n_remaining} products nobody reviewed ({point.order} order, N={point.n_reviewed}):\n"
+            f"F1 on {point.scored_on}, {point.n_remaining} products ({point.order} order, N={point.n_reviewed}):\n"
             f"  standard (judged pairs): before {point.f1_before:.3f} {fmt(point.interval_before)}, "
             f"after {point.f1_after:.3f} {fmt(point.interval_after)}\n"
             f"  as a reviewer types gold (n/a where the title has none): before {point.typed_before:.3f} "
