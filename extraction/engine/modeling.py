@@ -102,6 +102,22 @@ def quantize(model: torch.nn.Module, kind: str) -> None:
 # ---------------------------------------------------------------------------------- refusal
 
 
+# Families whose forward takes one precomputed mask per layer type ({"full_attention": ...,
+# "sliding_attention": ...}): training can give their sliding layers the HPD mask cut to the window.
+PER_LAYER_MASK_FAMILIES = frozenset({"gemma3_text"})
+
+
+def trained_window(config) -> int | None:
+    """The sliding window the training forward reproduces for this model (its sliding layers get
+    the HPD mask cut to keys less than `window` positions back, as the model's own layers see), or
+    None where the model has no such layers or its forward takes a single mask."""
+    if getattr(config, "model_type", None) not in PER_LAYER_MASK_FAMILIES:
+        return None
+    if "sliding_attention" not in set(getattr(config, "layer_types", None) or []):
+        return None
+    return getattr(config, "sliding_window", None)
+
+
 def check_servable(config, span: int | None = None) -> None:
     """Raise UnsupportedModel for models whose attention the engine's own 4D masks cannot reproduce.
 

@@ -458,14 +458,50 @@ def test_base_fine_tunes_a_local_hf_model_and_adds_the_value_end_token(tmp_path,
     assert set(res[0]) == set(NAMES)
 
 
-def test_a_window_narrower_than_a_documents_span_is_refused_not_trained_past(tmp_path):
-    """Negative control of the above: with an 8-token window the rows' positions run past it, where
-    the HPD mask would let a token see what the model's own layers hide: training stops, saying so."""
+def test_the_training_forward_of_a_sliding_window_model_sees_what_its_own_layers_see():
+    """An 8-token window and a 24-token document laid out alone: the training forward (the HPD mask
+    per layer type, its sliding layers cut to the window) equals the model's own forward, whose
+    sliding layers hide what lies further back themselves; the plain HPD mask (no cut) does not."""
+    from extraction.engine.modeling import random_model
+    from extraction.engine.train import losses
+
+    tok = toy_tokenizer()
+    dims = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2)
+    model = random_model("gemma3_text", tok, num_key_value_heads=1, **dims, **dict(SLIDING, sliding_window=8))
+    ids = torch.tensor([tok(" ".join(DOCS))["input_ids"][:24]])
+    assert ids.shape[1] == 24  # three windows long
+    batch = {
+        "input_ids": ids,
+        "position_ids": torch.arange(24)[None],
+        "doc_ids": torch.zeros_like(ids),
+        "slot_ids": torch.full_like(ids, -1),  # prompt tokens only: the HPD mask is causal here
+    }
+    with torch.no_grad():
+        own = model.model(input_ids=ids, position_ids=batch["position_ids"]).last_hidden_state
+        ours = losses.training_hidden(model, batch)
+        torch.testing.assert_close(ours, own, rtol=1e-5, atol=1e-5)
+        uncut = losses.causal_lm(model).base_model(
+            input_ids=ids,
+            position_ids=batch["position_ids"],
+            attention_mask=masks.hpd_mask(
+                batch["position_ids"], batch["doc_ids"], batch["slot_ids"], torch.float32
+            ),
+        )
+    assert torch.allclose(uncut.last_hidden_state[:, :8], own[:, :8], atol=1e-5)  # inside the window: alike
+    assert not torch.allclose(uncut.last_hidden_state[:, 8:], own[:, 8:], atol=1e-3)  # beyond it: not
+
+
+def test_a_window_narrower_than_a_documents_span_trains_cut_and_decoding_past_it_is_refused(tmp_path):
+    """With an 8-token window the rows' positions run past it: training goes on under the cut mask
+    (above), while decoding, whose masks have no cut, refuses the document, saying so."""
+    from extraction.engine.api import Document, Extractor
     from extraction.engine.modeling import UnsupportedModel
 
     args = fine_tune_args(tmp_path, local_base(tmp_path, "gemma3_text", **dict(SLIDING, sliding_window=8)))
+    assert run_train(args) == 0
+    ex = Extractor(args.out)
     with pytest.raises(UnsupportedModel, match="sliding window of 8 tokens"):
-        run_train(args)
+        ex.extract([Document("a", DOCS[0])], [AttributeSpec(n, max_tokens=3) for n in NAMES], stack=1, rows=1)
 
 
 def test_rows_carry_only_judged_keys_and_keep_thins_a_data_set(tmp_path, tokenizer):

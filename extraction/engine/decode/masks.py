@@ -48,6 +48,24 @@ def hpd_mask(
     return additive(allowed(position_ids, doc_ids, slot_ids, position_ids, doc_ids, slot_ids), dtype)
 
 
+def hpd_training_mask(
+    position_ids: torch.Tensor,
+    doc_ids: torch.Tensor,
+    slot_ids: torch.Tensor,
+    dtype: torch.dtype,
+    window: int | None = None,
+) -> torch.Tensor | dict[str, torch.Tensor]:
+    """hpd_mask, or with a sliding `window` one mask per layer type: the full layers' hpd_mask and
+    the sliding layers' hpd_mask cut to keys less than `window` positions back. Positions restart
+    per document, so the cut is what each document's own tokens would see laid out alone, as the
+    model's sliding layers see a sequence (key index > query index - window)."""
+    ok = allowed(position_ids, doc_ids, slot_ids, position_ids, doc_ids, slot_ids)
+    if window is None:
+        return additive(ok, dtype)
+    near = (position_ids[:, :, None] - position_ids[:, None, :]) < window
+    return {"full_attention": additive(ok, dtype), "sliding_attention": additive(ok & near, dtype)}
+
+
 def prefill_mask(
     q_pos: torch.Tensor,
     q_doc: torch.Tensor,
