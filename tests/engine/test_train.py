@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 
 import pytest
@@ -638,3 +639,17 @@ def test_loop_hooks_hear_each_step_stop_between_steps_and_resume_where_a_checkpo
     result = train_loop(tiny_model(tokenizer), sampler, tokenizer.pad_token_id, capped, "cpu",
                         hooks=LoopHooks(start_step=1, spent_seconds=60.0))  # fmt: skip
     assert result["steps"] == 1  # the time cap was spent before the resume: no step more
+
+
+def test_a_time_capped_run_reaches_its_peak_learning_rate_after_a_tenth_of_its_minutes():
+    from extraction.engine.train.trainer import TrainConfig, lr_at, progress_at
+
+    cfg = TrainConfig(steps=400, minutes=40, lr=8e-4, warmup=40)
+    # step 10 of 400 but 20 of the 40 minutes gone (a slow host): warmed up, on the cosine
+    progress = progress_at(cfg, 10, elapsed=20 * 60)
+    assert progress == pytest.approx(0.5)
+    assert lr_at(cfg, progress, 10) == pytest.approx(8e-4 * (0.1 + 0.9 * 0.5))
+    # a run that keeps to its steps warms up over its warmup steps, as before
+    assert lr_at(cfg, progress_at(cfg, 9, elapsed=0.0), 9) == pytest.approx(
+        8e-4 * 10 / 40 * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 9 / 400)))
+    )
