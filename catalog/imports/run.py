@@ -62,11 +62,13 @@ def run_import(job_id: int) -> ImportJob | None:
                 skipped_count=counts.skipped,
                 finished_at=timezone.now(),
             )
+            # Every row now lives in the products or in the error report; the upload is no longer
+            # needed. It is a row in PostgreSQL (filestore/), so it goes in the same commit as the
+            # summary: nobody sees a finished import whose upload is still stored, or the reverse.
+            job.file.delete(save=False)
     except (DatabaseError, OSError, UnicodeDecodeError) as exc:
         logger.exception("import %s failed; its transaction was rolled back", job_id)
         return _fail(job_id, f"The import stopped midway and nothing was stored: {exc}".strip())
-    # Every row now lives in the products or in the error report; the upload is no longer needed.
-    job.file.delete(save=False)
     return ImportJob.objects.get(pk=job_id)
 
 
@@ -87,8 +89,8 @@ def _refuse(job: ImportJob, total: int, checked: Counts) -> ImportJob:
         skipped_count=bad,
         finished_at=timezone.now(),
     )
-    # every bad row is in the error report with its cells; the upload itself is no longer needed
-    transaction.on_commit(lambda: job.file.delete(save=False))
+    # every bad row is in the error report with its cells; the upload goes in the same commit
+    job.file.delete(save=False)
     return ImportJob.objects.get(pk=job.pk)
 
 
