@@ -296,10 +296,17 @@ class Extractor:
         return self._prefix[key], 1
 
     def check_span(self, schema: SchemaPrompt, ids: list[list[int]]) -> None:
-        from extraction.engine.modeling import check_servable
+        from extraction.engine.modeling import UnsupportedModel, check_servable, cut_window
 
         span = len(schema.prefix_ids) + max(len(d) for d in ids) + sum(len(k) for k in schema.key_ids)
         check_servable(self.model.config, span=span + sum(schema.gaps) + 1)
+        window = cut_window(self.model.config)
+        if window is not None and max(schema.gaps, default=0) >= window:
+            # the masks cut prompt entries only: a slot's own value tokens must all lie in the window
+            raise UnsupportedModel(
+                f"a value of up to {max(schema.gaps)} tokens does not fit the model's {window}-token "
+                "sliding window; lower the attribute's token budget"
+            )
 
     def choose_layout(self, schema: SchemaPrompt, ids: list[list[int]]) -> tuple[int, int]:
         """Pick (stack J, rows) by measurement: cost per document = (prefill + max gap x step) / 16,

@@ -103,14 +103,15 @@ def quantize(model: torch.nn.Module, kind: str) -> None:
 
 
 # Families whose forward takes one precomputed mask per layer type ({"full_attention": ...,
-# "sliding_attention": ...}): training can give their sliding layers the HPD mask cut to the window.
+# "sliding_attention": ...}): the engine's masks can give their sliding layers the HPD mask cut to
+# the window, in training and in decoding alike.
 PER_LAYER_MASK_FAMILIES = frozenset({"gemma3_text"})
 
 
-def trained_window(config) -> int | None:
-    """The sliding window the training forward reproduces for this model (its sliding layers get
-    the HPD mask cut to keys less than `window` positions back, as the model's own layers see), or
-    None where the model has no such layers or its forward takes a single mask."""
+def cut_window(config) -> int | None:
+    """The sliding window the engine's masks reproduce for this model (its sliding layers get the
+    HPD mask cut to keys less than `window` positions back, as the model's own layers see), or None
+    where the model has no such layers or its forward takes a single mask."""
     if getattr(config, "model_type", None) not in PER_LAYER_MASK_FAMILIES:
         return None
     if "sliding_attention" not in set(getattr(config, "layer_types", None) or []):
@@ -122,7 +123,8 @@ def check_servable(config, span: int | None = None) -> None:
     """Raise UnsupportedModel for models whose attention the engine's own 4D masks cannot reproduce.
 
     span: the largest position + 1 the caller will use; a sliding window at least that wide never
-    hides anything, so it is served exactly.
+    hides anything, so it is served exactly. A family whose sliding layers the masks cut to the
+    window (cut_window) is served at any span.
     """
     name = getattr(config, "model_type", "?")
     if getattr(config, "is_encoder_decoder", False):
@@ -141,7 +143,7 @@ def check_servable(config, span: int | None = None) -> None:
     sliding = window is not None and (
         getattr(config, "layer_types", None) is None or "sliding_attention" in kinds
     )
-    if sliding and (span is None or window < span):
+    if sliding and cut_window(config) is None and (span is None or window < span):
         raise UnsupportedModel(
             f"{name}: sliding window of {window} tokens is active (needed span {span}); the HPD mask replaces the "
             "model's own masks and would attend beyond the window, so this model is refused"
@@ -203,7 +205,8 @@ def expand_cache(prefix: DynamicCache, rows: int, capacity: int | None = None) -
 def forward_hidden(
     model, input_ids: torch.Tensor, position_ids: torch.Tensor, mask: torch.Tensor, cache: DynamicCache
 ) -> torch.Tensor:
-    """input_ids, position_ids: [B, Q]; mask: additive [B, 1, Q, KV+Q] -> last hidden states [B, Q, D]."""
+    """input_ids, position_ids: [B, Q]; mask: additive [B, 1, Q, KV+Q], or one such per layer type
+    (masks.per_layer) -> last hidden states [B, Q, D]."""
     out = model.base_model(
         input_ids=input_ids, position_ids=position_ids, attention_mask=mask, cache=cache, use_cache=True
     )

@@ -161,8 +161,8 @@ def test_negative_control_values_that_see_each_other_fail(tokenizer, monkeypatch
     model, schema, docs = setup("llama", "sdpa", tokenizer)
     real_begin = block_attention.BlockPlan.begin_step
 
-    def leaky_begin(self, order, valid, fed):
-        real_begin(self, order, valid, fed)
+    def leaky_begin(self, order, valid, fed, position):
+        real_begin(self, order, valid, fed, position)
         self.step["sees"][:, self.P + self.Ld :] = True
 
     monkeypatch.setattr(block_attention.BlockPlan, "begin_step", leaky_begin)

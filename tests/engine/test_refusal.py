@@ -23,6 +23,15 @@ def test_it_serves_a_window_wider_than_every_position():
     check_servable(config("mistral", sliding_window=4096), span=200)
 
 
+def test_it_serves_gemma3_sliding_layers_past_their_window():
+    """Gemma 3's forward takes one mask per layer type: the engine cuts its sliding layers' masks
+    to the window (test_sliding_window.py), so a span past it is served."""
+    cfg = config(
+        "gemma3_text", sliding_window=16, layer_types=["sliding_attention", "full_attention"], head_dim=16
+    )
+    check_servable(cfg, span=500)
+
+
 def test_it_refuses_qwen2_with_sliding_layers():
     cfg = config("qwen2", use_sliding_window=True, sliding_window=32, max_window_layers=0)
     with pytest.raises(UnsupportedModel, match="sliding"):

@@ -492,17 +492,22 @@ def test_the_training_forward_of_a_sliding_window_model_sees_what_its_own_layers
     assert not torch.allclose(uncut.last_hidden_state[:, 8:], own[:, 8:], atol=1e-3)  # beyond it: not
 
 
-def test_a_window_narrower_than_a_documents_span_trains_cut_and_decoding_past_it_is_refused(tmp_path):
+def test_a_window_narrower_than_a_documents_span_trains_cut_and_decodes_past_it(tmp_path):
     """With an 8-token window the rows' positions run past it: training goes on under the cut mask
-    (above), while decoding, whose masks have no cut, refuses the document, saying so."""
+    (above) and so does decoding, by HPD and AR alike (test_sliding_window.py checks its values
+    token for token); a value longer than the window is refused, saying so."""
     from extraction.engine.api import Document, Extractor
     from extraction.engine.modeling import UnsupportedModel
 
     args = fine_tune_args(tmp_path, local_base(tmp_path, "gemma3_text", **dict(SLIDING, sliding_window=8)))
     assert run_train(args) == 0
     ex = Extractor(args.out)
-    with pytest.raises(UnsupportedModel, match="sliding window of 8 tokens"):
-        ex.extract([Document("a", DOCS[0])], [AttributeSpec(n, max_tokens=3) for n in NAMES], stack=1, rows=1)
+    specs = [AttributeSpec(n, max_tokens=3) for n in NAMES]
+    for decoder in ("hpd", "ar"):
+        (values,), _ = ex.extract([Document("a", DOCS[0])], specs, decoder=decoder, stack=1, rows=1)
+        assert set(values) == set(NAMES)
+    with pytest.raises(UnsupportedModel, match="8-token sliding window"):
+        ex.extract([Document("a", DOCS[0])], [AttributeSpec(NAMES[0], max_tokens=12)], stack=1, rows=1)
 
 
 def test_rows_carry_only_judged_keys_and_keep_thins_a_data_set(tmp_path, tokenizer):

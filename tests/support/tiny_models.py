@@ -76,7 +76,7 @@ TINY = {
 
 
 def tiny_model(family: str, tokenizer, attn: str = "sdpa", **kw):
-    size = dict(TINY, **FAMILY_SIZE.get(family, {}), **kw)
+    size = {**TINY, **FAMILY_SIZE.get(family, {}), **kw}
     if family == "gpt_neox":
         size.pop("num_key_value_heads")
     return modeling.random_model(family, tokenizer, attn=attn, seed=0, **size).to(DEVICE)

@@ -13,6 +13,9 @@ tokens at prefill, the open slots' tokens at a step), since every layer but atte
 tokens one by one; attention regroups them. Each forward groups its queries per document, and a
 query attends to its group's buffer under a mask that keeps the prefix, its document up to its
 key, and its own slot's tokens so far (the three-part mask of HPD.md, restricted to one document).
+A sliding-window layer (its attention is called with sliding_window, as Gemma 3's five of six are)
+also hides the prompt entries `window` or more positions behind the query, as it would see the
+document laid out alone; a slot's own value tokens are always nearer than that (api.check_span).
 The dense path (dense_attention.py: one cache per row, masks.py's mask) scores every query
 against every entry of its row: at J stacked documents a step's attention costs about J times
 what the mask lets through. Here neither stacking nor padding taxes the forward, so the layout
@@ -45,7 +48,7 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
     plan = kwargs.pop(PLAN_KWARG, None)
     if plan is None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
-    return plan.attend(module.layer_idx, query, key, value, scaling), None
+    return plan.attend(module.layer_idx, query, key, value, scaling, kwargs.get("sliding_window")), None
 
 
 AttentionInterface.register(BLOCKS, _attention)
@@ -81,9 +84,16 @@ class BlockPlan:
         group_pos = torch.full((B * self.J * self.Ld,), -1, dtype=torch.long, device=device)
         group_pos[self.to_group] = position_ids[real]
         pos = group_pos.view(B * self.J, self.Ld)  # -1: empty place
+        self.group_pos = pos
         doc_sees = (pos[:, None, :] >= 0) & (pos[:, None, :] <= pos[:, :, None])  # [B*J, Ld, Ld]
         prefix = torch.ones((B * self.J * self.Ld, self.P), dtype=torch.bool, device=device)
-        self.prefill = {"sees": torch.cat([prefix, doc_sees.reshape(-1, self.Ld)], 1)}
+        self.prefill = {
+            "sees": torch.cat([prefix, doc_sees.reshape(-1, self.Ld)], 1),
+            # every query place, its position and group (for a sliding layer's cut: _windowed)
+            "at": torch.arange(B * self.J * self.Ld, device=device),
+            "q_pos": pos.reshape(-1),
+            "group": torch.arange(B * self.J, device=device).repeat_interleave(self.Ld),
+        }
         # each slot: its group, its place among its document's slots, the prompt entries it sees
         has = slot_doc != PAD
         self.slot_group = rows * self.J + slot_doc.clamp(min=0)  # [B, S]
@@ -99,9 +109,12 @@ class BlockPlan:
 
     # ------------------------------------------------------------------ per forward
 
-    def begin_step(self, order: torch.Tensor, valid: torch.Tensor, fed: torch.Tensor) -> None:
+    def begin_step(
+        self, order: torch.Tensor, valid: torch.Tensor, fed: torch.Tensor, position: torch.Tensor
+    ) -> None:
         """The next forward is a decode step: query k of row b is slot order[b, k] (valid[b, k]),
-        writing its value token number fed[b, k]. Builds what every layer's step shares."""
+        writing its value token number fed[b, k] at position[b, k]. Builds what every layer's step
+        shares."""
         B, Q = order.shape
         device = order.device
         rows = torch.arange(B, device=device)[:, None].expand(B, Q)
@@ -131,15 +144,33 @@ class BlockPlan:
             "K": K,
             "write": (g, first + f * self.Nd + lo),
             "sees": sees,
+            "q_pos": position.reshape(-1)[picked],
+            "group": g,
         }
 
-    def attend(self, layer: int, q, k, v, scale: float | None) -> torch.Tensor:
+    def attend(self, layer: int, q, k, v, scale: float | None, window: int | None = None) -> torch.Tensor:
         """q [1, H, N, D], k / v [1, Hkv, N, D] of this forward's packed tokens -> attention output
-        [1, N, H, D]."""
+        [1, N, H, D]. window: the layer's sliding window (None: it sees its whole sequence)."""
         self.calls += 1
         if self.step is None:
-            return self._prefill(layer, q, k, v, scale)
-        return self._decode(layer, q, k, v, scale)
+            return self._prefill(layer, q, k, v, scale, self._windowed(self.prefill, window))
+        return self._decode(layer, q, k, v, scale, self._windowed(self.step, window))
+
+    def _windowed(self, holder: dict, window: int | None) -> dict:
+        """The forward's mask holder as a sliding layer sees it: the prompt columns (prefix and
+        document) `window` or more positions behind a query hidden too. Built by the first sliding
+        layer of a forward and kept for the others, as the mask is."""
+        if window is None:
+            return holder
+        if window not in holder:
+            at, group = holder["at"], holder["group"]
+            cols = torch.cat(
+                [torch.arange(self.P, device=at.device).expand(len(at), self.P), self.group_pos[group]], 1
+            )  # [queries, P + Ld] the prompt columns' positions (-1: empty place, unseen anyway)
+            sees = holder["sees"].clone()
+            sees[at, : self.P + self.Ld] &= (holder["q_pos"][:, None] - cols) < window
+            holder[window] = {"sees": sees}
+        return holder[window]
 
     def _group(self, x: torch.Tensor) -> torch.Tensor:
         """Packed prompt tokens [1, h, N, D] -> grouped per document [B*J, h, Ld, D] (empty places
@@ -166,7 +197,7 @@ class BlockPlan:
         )
         return out.view(n, hkv, grp, m, D).permute(0, 3, 1, 2, 4).reshape(n * m, H, D)
 
-    def _prefill(self, layer: int, q, k, v, scale):
+    def _prefill(self, layer: int, q, k, v, scale, holder: dict):
         _, H, N, D = q.shape
         n, hkv, P, Ld = self.B * self.J, k.shape[1], self.P, self.Ld
         # value columns are zeroed step by step as they come into use (_decode): masked entries
@@ -179,10 +210,10 @@ class BlockPlan:
         self.buffers.append((buf_k, buf_v))
         self.zeroed.append(P + Ld)
         qg = self._group(q).transpose(1, 2).reshape(n * Ld, H, D)
-        out = self._attend(self.prefill, qg, buf_k, buf_v, P + Ld, Ld, scale)
+        out = self._attend(holder, qg, buf_k, buf_v, P + Ld, Ld, scale)
         return out[self.to_group].view(1, N, H, D)
 
-    def _decode(self, layer: int, q, k, v, scale):
+    def _decode(self, layer: int, q, k, v, scale, holder: dict):
         st = self.step
         _, H, N, D = q.shape
         buf_k, buf_v = self.buffers[layer]
@@ -196,7 +227,7 @@ class BlockPlan:
         buf_v[g, :, t] = v[0].transpose(0, 1)
         qg = q.new_zeros((buf_k.shape[0] * Qd, H, D))
         qg[st["at"]] = q[0].transpose(0, 1)
-        out = self._attend(st, qg, buf_k, buf_v, K, Qd, scale)
+        out = self._attend(holder, qg, buf_k, buf_v, K, Qd, scale)
         return out[st["at"]].view(1, N, H, D)
 
     # ------------------------------------------------------------------ rows leaving
@@ -206,6 +237,7 @@ class BlockPlan:
         groups = (keep[:, None] * self.J + torch.arange(self.J, device=keep.device)).view(-1)
         self.buffers = [(k.index_select(0, groups), v.index_select(0, groups)) for k, v in self.buffers]
         self.slot_sees, self.slot_local = self.slot_sees[keep], self.slot_local[keep]
+        self.group_pos = self.group_pos.index_select(0, groups)
         # groups are numbered by row: renumber the kept rows' groups from 0
         kept = torch.arange(len(keep), device=keep.device)[:, None]
         self.slot_group = self.slot_group[keep] % self.J + kept * self.J
@@ -267,7 +299,7 @@ class BlockRows:
 
     def step(self, model, ids, pos, order, valid, fed) -> torch.Tensor:
         """-> hidden states [N, D] of the valid queries, row-major."""
-        self.plan.begin_step(order, valid, fed)
+        self.plan.begin_step(order, valid, fed, pos)
         return forward(model, ids[valid][None], pos[valid][None], self.plan)
 
     def select_rows(self, keep: torch.Tensor) -> None:

@@ -44,7 +44,7 @@ from extraction.engine.decode.dense_attention import DenseRows
 from extraction.engine.decode.lookahead import Lookahead, propose
 from extraction.engine.decode.token_masks import greedy_log_softmax, masked_choice
 from extraction.engine.layout import PAD, SchemaPrompt, build_hpd_layout
-from extraction.engine.modeling import forward_hidden, logits, new_cache
+from extraction.engine.modeling import cut_window, forward_hidden, logits, new_cache
 
 
 @dataclass
@@ -88,7 +88,7 @@ def prefill_prefix(model, prefix_ids: list[int], device) -> torch.Tensor:
     ids = torch.tensor([prefix_ids], device=device)  # [1, P]
     pos = torch.arange(len(prefix_ids), device=device)[None]  # [1, P]
     mask = masks.causal_mask(1, len(prefix_ids), len(prefix_ids), model.dtype, device)
-    forward_hidden(model, ids, pos, mask, cache)
+    forward_hidden(model, ids, pos, masks.per_layer(mask, pos, pos, cut_window(model.config)), cache)
     return cache
 
 

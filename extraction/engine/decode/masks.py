@@ -55,15 +55,27 @@ def hpd_training_mask(
     dtype: torch.dtype,
     window: int | None = None,
 ) -> torch.Tensor | dict[str, torch.Tensor]:
-    """hpd_mask, or with a sliding `window` one mask per layer type: the full layers' hpd_mask and
-    the sliding layers' hpd_mask cut to keys less than `window` positions back. Positions restart
-    per document, so the cut is what each document's own tokens would see laid out alone, as the
-    model's sliding layers see a sequence (key index > query index - window)."""
-    ok = allowed(position_ids, doc_ids, slot_ids, position_ids, doc_ids, slot_ids)
+    """hpd_mask, or with a sliding `window` one mask per layer type (per_layer)."""
+    mask = hpd_mask(position_ids, doc_ids, slot_ids, dtype)
+    return per_layer(mask, position_ids, position_ids, window)
+
+
+def per_layer(
+    mask: torch.Tensor, q_pos: torch.Tensor, kv_pos: torch.Tensor, window: int | None
+) -> torch.Tensor | dict[str, torch.Tensor]:
+    """mask [B, 1, Q, KV] as it is without a window, else one mask per layer type: the full layers'
+    mask and the sliding layers' mask cut to keys less than `window` positions back. Positions
+    restart per document, so the cut is what each document's own tokens would see laid out alone,
+    as the model's sliding layers see a sequence (key index > query index - window).
+
+    q_pos [B, Q]; kv_pos [B, KV'] with KV' <= KV: the positions of the first KV' keys, the only ones
+    cut (the rest are a slot's own value tokens, nearer than any window: api.check_span)."""
     if window is None:
-        return additive(ok, dtype)
-    near = (position_ids[:, :, None] - position_ids[:, None, :]) < window
-    return {"full_attention": additive(ok, dtype), "sliding_attention": additive(ok & near, dtype)}
+        return mask
+    far = (q_pos[:, :, None] - kv_pos[:, None, :]) >= window  # [B, Q, KV']
+    cut = mask.clone()
+    cut[..., : kv_pos.shape[1]].masked_fill_(far[:, None], torch.finfo(mask.dtype).min)
+    return {"full_attention": mask, "sliding_attention": cut}
 
 
 def prefill_mask(

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import torch
 
 from extraction.engine.decode.masks import hpd_training_mask
-from extraction.engine.modeling import trained_window
+from extraction.engine.modeling import cut_window
 from extraction.engine.train.row_packing import IGNORE
 
 log = logging.getLogger("extraction.train")
@@ -18,11 +18,11 @@ log = logging.getLogger("extraction.train")
 
 def training_hidden(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """The training forward: one pass with the HPD mask (per layer type for a sliding-window model
-    whose forward takes one: modeling.trained_window) -> last hidden states [B, T, H]."""
+    whose forward takes one: modeling.cut_window) -> last hidden states [B, T, H]."""
     device = next(model.parameters()).device
     dtype = next(model.parameters()).dtype
     b = {k: batch[k].to(device) for k in ("input_ids", "position_ids", "doc_ids", "slot_ids")}
-    window = trained_window(causal_lm(model).config)
+    window = cut_window(causal_lm(model).config)
     mask = hpd_training_mask(b["position_ids"], b["doc_ids"], b["slot_ids"], dtype, window)
     return (
         causal_lm(model)

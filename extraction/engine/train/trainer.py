@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from extraction.engine.modeling import check_servable, trained_window
+from extraction.engine.modeling import check_servable, cut_window
 from extraction.engine.train import augment as aug
 from extraction.engine.train.allocator import limit_fragmentation
 from extraction.engine.train.corpus import Corpus, focus_subset, load_corpus, model_settings
@@ -98,14 +98,14 @@ def progress_at(cfg: TrainConfig, step: int, elapsed: float) -> float | None:
 
 def collate_for(rows: list[Row], pad_id: int, model, cfg: TrainConfig) -> dict[str, torch.Tensor]:
     """collate, with the extractive choices when the extractive loss is on. A sliding-window model
-    whose sliding layers the training forward masks to the window (modeling.trained_window) trains
+    whose sliding layers the training forward masks to the window (modeling.cut_window) trains
     on any row; another one only on rows whose every position lies inside its window (positions
     restart per document, so that is each document's span, not the row's length): there the HPD
     mask is exactly the model's own, beyond it the batch is refused (modeling.check_servable)."""
     vocab = model.get_output_embeddings().weight.shape[0] if cfg.extractive_weight > 0 else None
     batch = collate(rows, pad_id, vocab)
     config = getattr(model, "get_base_model", lambda: model)().config
-    if trained_window(config) is None:
+    if cut_window(config) is None:
         check_servable(config, span=int(batch["position_ids"].max()) + 1)
     return batch
 
