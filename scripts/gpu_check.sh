@@ -42,7 +42,7 @@ step "1. exactness tests on CUDA, float32"
 # an empty ini and no conftest above tests/engine: the engine tests need neither Django nor its settings
 SLOTWISE_TEST_DEVICE=cuda run 150 "$PY" -m pytest -q -p no:cacheprovider -p no:django -c scripts/gpu_pytest.ini \
   --rootdir . --confcutdir tests/engine tests/engine/test_equivalence.py tests/engine/test_block_attention.py \
-  tests/engine/test_ar_prefix_cache.py
+  tests/engine/test_ar_prefix_cache.py tests/engine/test_sliding_window.py
 
 step "2a. evaluate, random Qwen3-1.7B shape, bfloat16 (speed only)"
 if [ -d "$MODEL" ]; then tok=$MODEL; else tok=models/slotwise-smollm2; fi

@@ -12,7 +12,7 @@ import torch
 
 from extraction.engine import layout, modeling
 from extraction.engine.decode import block_attention, dense_attention, hpd
-from tests.support.tiny_models import TEXTS, frequent_terminator, run_hpd, tiny_model, with_terminator
+from tests.support.tiny_models import DEVICE, TEXTS, frequent_terminator, run_hpd, tiny_model, with_terminator
 
 WINDOW = 12
 ATTRS = [
@@ -35,7 +35,9 @@ def windowed(tokenizer):
 
 
 def additive(ok: torch.Tensor) -> torch.Tensor:
-    return torch.zeros(ok.shape).masked_fill(~ok, torch.finfo(torch.float32).min)[None, None]
+    return torch.zeros(ok.shape, device=ok.device).masked_fill(~ok, torch.finfo(torch.float32).min)[
+        None, None
+    ]
 
 
 @torch.no_grad()
@@ -53,11 +55,11 @@ def windowed_reference(model, schema, doc, n) -> tuple[list[int], bool]:
     ids, pos = list(lay.input_ids), list(lay.position_ids)
     start, gap, out = lay.slot_start[0][n], schema.attributes[n].max_tokens, []
     for k in range(gap + 1):
-        p = torch.tensor(pos)
-        causal = torch.ones(len(ids), len(ids), dtype=torch.bool).tril()
+        p = torch.tensor(pos, device=DEVICE)
+        causal = torch.ones(len(ids), len(ids), dtype=torch.bool, device=DEVICE).tril()
         near = (p[:, None] - p[None, :]) < WINDOW
         hidden = model.base_model(
-            input_ids=torch.tensor([ids]),
+            input_ids=torch.tensor([ids], device=DEVICE),
             position_ids=p[None],
             attention_mask={"full_attention": additive(causal), "sliding_attention": additive(causal & near)},
             use_cache=False,
