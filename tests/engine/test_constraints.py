@@ -104,6 +104,49 @@ def test_the_choice_from_pairs_is_the_greedy_masked_log_softmax():
     assert not torch.equal(tok, logits.argmax(-1))
 
 
+@pytest.mark.parametrize(
+    "family, size",
+    [
+        ("llama", {}),
+        ("granite", {"logits_scaling": 4.0}),
+        ("cohere", {"logit_scale": 0.5}),
+        ("gemma3_text", {}),
+    ],
+)
+def test_pair_logits_are_the_whole_layers_logits_at_the_pairs(family, size, tokenizer):
+    """The output layer computed on the allowed tokens only gives the logits the whole layer gives
+    there (scalings included), and so the same choice; an int8 head runs whole and agrees too."""
+    from extraction.engine import modeling
+    from extraction.engine.decode.token_masks import pair_choice
+    from tests.support.tiny_models import tiny_model
+
+    model = tiny_model(family, tokenizer, **size)
+    gen = torch.Generator().manual_seed(5)
+    V = modeling.vocab_size(model)
+    hidden = torch.randn(12, model.config.hidden_size, generator=gen).to(next(model.parameters()).device)
+    sets = [None if r == 4 else torch.randperm(V, generator=gen)[: 1 + 3 * r].tolist() for r in range(12)]
+    rows, tokens, free = allowed_pairs(sets, V)
+    rows, tokens, free = rows.to(hidden.device), tokens.to(hidden.device), free.to(hidden.device)
+    whole = modeling.logits(model, hidden)
+    torch.testing.assert_close(modeling.pair_logits(model, hidden, rows, tokens), whole[rows, tokens])
+    tok, lp = pair_choice(
+        modeling.pair_logits(model, hidden, rows, tokens),
+        rows,
+        tokens,
+        free,
+        lambda f: modeling.logits(model, hidden[f]),
+        V,
+    )
+    want_tok, want_lp = masked_choice(whole, rows, tokens, free)
+    assert torch.equal(tok, want_tok) and torch.allclose(lp, want_lp, atol=1e-5)
+    if family == "llama" and hidden.device.type == "cpu":
+        modeling.quantize(model, "int8")
+        assert not isinstance(model.get_output_embeddings(), torch.nn.Linear)
+        torch.testing.assert_close(
+            modeling.pair_logits(model, hidden, rows, tokens), modeling.logits(model, hidden)[rows, tokens]
+        )
+
+
 def test_default_rules_are_todays_extractive_spans(tokenizer):
     schema = layout.schema_prompt(tokenizer, [AttributeSpec("Brand"), AttributeSpec("Color")])
     rules = constraints.slot_rules(schema)

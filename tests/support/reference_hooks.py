@@ -14,6 +14,7 @@ from extraction.engine.decode.ar import scaffold
 from extraction.engine.decode.hpd import Greedy, Rows
 from extraction.engine.decode.token_masks import allowed_mask, masked_choice
 from extraction.engine.layout import SchemaPrompt
+from extraction.engine.modeling import logits
 from tests.support.engine_reference import allowed_pairs
 from tests.support.reference_constraints import start
 
@@ -22,13 +23,15 @@ class ReferenceConstrained(Greedy):
     """Every slot under its attribute's constraint (constraints.slot_rules: by default a substring of
     its document, RowDoc.span, or "n/a"): disallowed tokens get -inf before the argmax, and a value's
     confidence comes from the log-softmax renormalized over the allowed tokens
-    (token_masks.masked_choice, over the per-slot sets' pairs)."""
+    (token_masks.masked_choice, over the per-slot sets' pairs), from the whole output layer's
+    logits (the engine computes only the allowed tokens' ones)."""
 
     def __init__(self, rows: Rows, schema: SchemaPrompt):
         self.term = schema.terminator
         self.states = slot_states(rows, schema)  # [B][S] constraint state or None
 
-    def choose(self, scores, rows, slots):
+    def choose(self, model, hidden, rows, slots):
+        scores = logits(model, hidden)
         picked = [self.states[b][s] for b, s in zip(rows.tolist(), slots.tolist(), strict=True)]
         allowed = [st.allowed() if st else None for st in picked]
         tok, tok_lp = masked_choice(scores, *allowed_pairs(allowed, scores.shape[-1]))

@@ -16,9 +16,10 @@ batch row and slot, and to the attention's row, which differs once finished rows
 queries are packed into the attention's [B', Q] grid in one function (pack_queries).
 
 The slot constraint is a hook (Greedy, or Constrained over batched_constraints.py): it turns a step's
-logits into the chosen tokens, so prefill and steps pick tokens through one function. Only queries
-of open slots reach the model's head and the hook: the padding a row needs to be rectangular is
-never projected onto the vocabulary (and under block attention never enters the model at all).
+last hidden states into the chosen tokens, so prefill and steps pick tokens through one function.
+Only queries of open slots reach the model's head and the hook: the padding a row needs to be
+rectangular is never projected onto the vocabulary (and under block attention never enters the
+model at all), and a constrained slot is projected onto its allowed tokens only.
 
 Attention is one of two paths with the same three-part mask (HPD.md): block_attention.py (the
 default) computes a query's scores against the prefix, its own document and its own slot only;
@@ -42,9 +43,9 @@ from extraction.engine.decode.batched_constraints import BatchedConstraint
 from extraction.engine.decode.block_attention import BlockRows, NotDispatched
 from extraction.engine.decode.dense_attention import DenseRows
 from extraction.engine.decode.lookahead import Lookahead, propose
-from extraction.engine.decode.token_masks import greedy_log_softmax, masked_choice
+from extraction.engine.decode.token_masks import greedy_log_softmax, pair_choice
 from extraction.engine.layout import PAD, SchemaPrompt, build_hpd_layout
-from extraction.engine.modeling import cut_window, forward_hidden, logits, new_cache
+from extraction.engine.modeling import cut_window, forward_hidden, logits, new_cache, pair_logits, vocab_size
 
 
 @dataclass
@@ -155,16 +156,18 @@ def _doc_tokens(rows: list[list[RowDoc]], device) -> torch.Tensor:
 class Greedy:
     """Unconstrained greedy choice."""
 
-    def choose(self, scores, rows, slots):
-        """scores [N, V] float32 logits of N queries, query i for slot slots[i] of batch row rows[i]
-        -> (tokens, their log-probabilities) [N]."""
-        return greedy_log_softmax(scores)
+    def choose(self, model, hidden, rows, slots):
+        """hidden [N, D] last hidden states of N queries, query i for slot slots[i] of batch row
+        rows[i] -> (tokens, their log-probabilities) [N]."""
+        return greedy_log_softmax(logits(model, hidden))
 
 
 class Constrained(Greedy):
     """Every slot under its attribute's constraint (constraints.slot_rules: by default a substring of
     its document, RowDoc.span, or "n/a"): disallowed tokens get -inf before the argmax, and a value's
-    confidence comes from the log-softmax over the allowed tokens (token_masks.masked_choice).
+    confidence comes from the log-softmax over the allowed tokens (token_masks.pair_choice): only
+    the allowed tokens' logits are computed (modeling.pair_logits), the whole output layer only
+    for free slots.
     The slots' states live in one batched_constraints.BatchedConstraint (slot b * S + s: tensor ops
     per step, no Python per slot), indexed by batch row, so rows that drop_finished removed change
     nothing here."""
@@ -173,9 +176,12 @@ class Constrained(Greedy):
         self.width = rows.slot_valid.shape[1]
         self.slots = BatchedConstraint(slot_specs(rows, schema), rows.input_ids.device)
 
-    def choose(self, scores, rows, slots):
+    def choose(self, model, hidden, rows, slots):
         idx = rows * self.width + slots
-        tok, tok_lp = masked_choice(scores, *self.slots.allowed(idx, scores.shape[-1]))
+        vocab = vocab_size(model)
+        pair_rows, pair_tokens, free = self.slots.allowed(idx, vocab)
+        x = pair_logits(model, hidden, pair_rows, pair_tokens)
+        tok, tok_lp = pair_choice(x, pair_rows, pair_tokens, free, lambda f: logits(model, hidden[f]), vocab)
         self.slots.push(idx, tok)  # the terminator is not pushed
         return tok, tok_lp
 
@@ -246,7 +252,7 @@ def prefill_rows(
     counters.prefill_tokens += B * L
     counters.tokens_decoded += int(rows.slot_valid.sum())
     row, slot = rows.slot_valid.nonzero(as_tuple=True)  # every real slot
-    tok, lp = hook.choose(logits(model, hidden[row, rows.slot_index[row, slot]]), row, slot)
+    tok, lp = hook.choose(model, hidden[row, rows.slot_index[row, slot]], row, slot)
     out_tok = torch.full((B, S, max_gap + 1), -1, dtype=torch.long, device=device)
     out_lp = torch.zeros((B, S, max_gap + 1), dtype=torch.float32, device=device)
     out_tok[row, slot, 0], out_lp[row, slot, 0] = tok, lp
@@ -351,7 +357,7 @@ def decode_step(model, d: Decoding, hook: Greedy, schema: SchemaPrompt, counters
         if len(k) == 0:
             break
         row, slot = open_.row[k], open_.slot[k]
-        tok, lp = hook.choose(logits(model, hidden[first[k] + i]), row, slot)
+        tok, lp = hook.choose(model, hidden[first[k] + i], row, slot)
         number = d.fed[row, slot] + 1  # the value token chosen: its number
         d.out_tok[row, slot, number], d.out_lp[row, slot, number] = tok, lp
         d.fed[row, slot], d.last[row, slot] = number, tok

@@ -43,18 +43,21 @@ def masked_choice(
     greedy token among the allowed ones (the lowest id on a tie, as argmax) and its log-softmax
     over them, as the greedy token of the log-softmax over the allowed tokens gives. Only the pairs' logits are read:
     a masked log-softmax over the whole vocabulary cost a tenth of an HPD step."""
-    M = logits.shape[0]
-    x = logits[rows, tokens]
-    top = torch.full((M,), float("-inf"), device=logits.device).scatter_reduce(0, rows, x, "amax")
-    total = torch.zeros(M, device=logits.device).index_add_(0, rows, torch.exp(x - top[rows]))
+    return pair_choice(logits[rows, tokens], rows, tokens, free, lambda f: logits[f], logits.shape[1])
+
+
+def pair_choice(x, rows, tokens, free, free_logits, vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """masked_choice from the pairs' logits x [K] alone (modeling.pair_logits computes no others);
+    free_logits(f) gives the whole rows [len(f), V] of the free rows f."""
+    M = len(free)
+    top = torch.full((M,), float("-inf"), device=x.device).scatter_reduce(0, rows, x, "amax")
+    total = torch.zeros(M, device=x.device).index_add_(0, rows, torch.exp(x - top[rows]))
     best = x == top[rows]
-    tok = torch.full((M,), logits.shape[1], device=logits.device).scatter_reduce(
-        0, rows[best], tokens[best], "amin"
-    )
+    tok = torch.full((M,), vocab, device=x.device).scatter_reduce(0, rows[best], tokens[best], "amin")
     lp = -torch.log(total)  # the best token's logit minus the log-sum-exp of the allowed ones
     f = free.nonzero().squeeze(1)
     if len(f):
-        tok[f], lp[f] = greedy_log_softmax(logits[f])
+        tok[f], lp[f] = greedy_log_softmax(free_logits(f))
     return tok, lp
 
 
