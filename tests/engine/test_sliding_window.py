@@ -110,3 +110,37 @@ def test_negative_control_one_part_without_the_cut_changes_the_values(
     monkeypatch.setattr(*UNCUT[uncut])
     values = run_hpd(model, schema, docs, stack=2, rows=2, attention=attention)
     assert windowed_mismatches(model, schema, docs, values) != []
+
+
+@pytest.mark.parametrize("constrained", [False, True])
+def test_ar_from_the_cut_prefix_cache_writes_what_ar_computing_the_prompt_whole_writes(
+    windowed, tokenizer, constrained
+):
+    """AR-JSON decodes under the model's own masks (transformers cuts its sliding layers itself,
+    counting cache places); the shared prefix it starts from is the engine's prefill, cut by
+    masks.per_layer: one product a batch, the same output as AR computing the prompt whole, past
+    the window. In a batch of mixed lengths a row's padding sits between the cached prefix and its
+    document and transformers counts it toward the window (README: AR on Gemma 3)."""
+    from extraction.engine.decode import ar
+    from extraction.engine.decode.extractive import doc_index
+
+    model, schema, docs = windowed
+    prefix = hpd.prefill_prefix(model, schema.prefix_ids, DEVICE)
+    spans = [doc_index(tokenizer, t) for t in TEXTS[:3]] if constrained else None
+    with torch.inference_mode():
+        whole, _ = ar.generate_json(model, tokenizer, schema, docs, 1, spans=spans)
+        cached, _ = ar.generate_json(model, tokenizer, schema, docs, 1, spans=spans, prefix_cache=prefix)
+    assert [o.text for o in cached] == [o.text for o in whole]
+    assert any(o.tokens > 0 for o in cached)
+
+
+def test_negative_control_ar_from_an_uncut_prefix_cache_writes_otherwise(windowed, tokenizer, monkeypatch):
+    from extraction.engine.decode import ar
+
+    model, schema, docs = windowed
+    monkeypatch.setattr(*UNCUT["prefix"])
+    prefix = hpd.prefill_prefix(model, schema.prefix_ids, DEVICE)
+    with torch.inference_mode():
+        whole, _ = ar.generate_json(model, tokenizer, schema, docs, 1)
+        cached, _ = ar.generate_json(model, tokenizer, schema, docs, 1, prefix_cache=prefix)
+    assert [o.text for o in cached] != [o.text for o in whole]
