@@ -12,7 +12,15 @@ import torch
 
 from extraction.engine import layout, modeling
 from extraction.engine.decode import block_attention, dense_attention, hpd
-from tests.support.tiny_models import DEVICE, TEXTS, frequent_terminator, run_hpd, tiny_model, with_terminator
+from tests.support.tiny_models import (
+    DEVICE,
+    TEXTS,
+    frequent_terminator,
+    run_hpd,
+    tiny_model,
+    value_alone_layout,
+    with_terminator,
+)
 
 WINDOW = 12
 ATTRS = [
@@ -42,16 +50,8 @@ def additive(ok: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def windowed_reference(model, schema, doc, n) -> tuple[list[int], bool]:
-    """Greedy decode of value n alone (prefix + doc + keys 0..n, as tiny_models.reference_decode
-    lays it out) with causal full layers and sliding layers cut at WINDOW positions back."""
-    sub = layout.SchemaPrompt(
-        schema.attributes[: n + 1],
-        schema.prefix_ids,
-        schema.key_ids[: n + 1],
-        schema.end_ids,
-        schema.terminator,
-    )
-    lay = layout.build_hpd_layout(sub, [doc])
+    """Greedy decode of value n alone (prefix + doc + keys 0..n: value_alone_layout) with causal full layers and sliding layers cut at WINDOW positions back."""
+    lay = value_alone_layout(schema, doc, n)
     ids, pos = list(lay.input_ids), list(lay.position_ids)
     start, gap, out = lay.slot_start[0][n], schema.attributes[n].max_tokens, []
     for k in range(gap + 1):

@@ -86,12 +86,8 @@ def with_terminator(schema: layout.SchemaPrompt, term: int) -> layout.SchemaProm
     return layout.SchemaPrompt(schema.attributes, schema.prefix_ids, schema.key_ids, schema.end_ids, term)
 
 
-@torch.no_grad()
-def reference_decode(
-    model, schema: layout.SchemaPrompt, doc: list[int], n: int, state=None
-) -> tuple[list[int], bool]:
-    """Plain greedy decode of value n alone (prefix + doc + keys 0..n, causal mask) -> (value ids,
-    truncated); with `state` (a slot rule's state), each step restricted to what it allows."""
+def value_alone_layout(schema: layout.SchemaPrompt, doc: list[int], n: int) -> layout.HPDLayout:
+    """The layout a per-value reference decodes value n in: prefix + doc + keys 0..n, one document."""
     sub = layout.SchemaPrompt(
         schema.attributes[: n + 1],
         schema.prefix_ids,
@@ -99,7 +95,16 @@ def reference_decode(
         schema.end_ids,
         schema.terminator,
     )
-    lay = layout.build_hpd_layout(sub, [doc])
+    return layout.build_hpd_layout(sub, [doc])
+
+
+@torch.no_grad()
+def reference_decode(
+    model, schema: layout.SchemaPrompt, doc: list[int], n: int, state=None
+) -> tuple[list[int], bool]:
+    """Plain greedy decode of value n alone (prefix + doc + keys 0..n, causal mask) -> (value ids,
+    truncated); with `state` (a slot rule's state), each step restricted to what it allows."""
+    lay = value_alone_layout(schema, doc, n)
     device = next(model.parameters()).device
     ids, pos = torch.tensor([lay.input_ids], device=device), torch.tensor([lay.position_ids], device=device)
     T = ids.shape[1]
