@@ -104,16 +104,14 @@ ADAPTER_WEIGHTS = "adapter_model.safetensors"
 CARRIED_SETTINGS = ("label", "cpu_dtype", "cpu_dtype_measured")  # slotwise.json keys publish keeps
 SUMS = "SHA256SUMS"  # the artifact's files as committed (publish writes it, prepare checks it)
 # copied as they are from the artifact into the assembled model (the weights are merged instead);
-# a base's terms travel with a model made from it (models/slotwise-gemma3)
+# a base's licence files travel with a model made from it too (models/slotwise-gemma3 carries them)
 ARTIFACT_FILES = (
     "slotwise.json",
     "README.md",
     "training.json",
     "tokenizer.json",
     "tokenizer_config.json",
-    "NOTICE.md",
-    "GEMMA_TERMS.html",
-)
+) + tuple(sorted({name for base in BASES.values() for name in base.licence_files}))
 INSTALL_HINT = BASES[DEFAULT_BASE].install_hint
 
 

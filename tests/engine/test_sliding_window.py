@@ -50,7 +50,8 @@ def additive(ok: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def windowed_reference(model, schema, doc, n) -> tuple[list[int], bool]:
-    """Greedy decode of value n alone (prefix + doc + keys 0..n: value_alone_layout) with causal full layers and sliding layers cut at WINDOW positions back."""
+    """Greedy decode of value n alone (prefix + doc + keys 0..n: value_alone_layout) with causal
+    full layers and sliding layers cut at WINDOW positions back."""
     lay = value_alone_layout(schema, doc, n)
     ids, pos = list(lay.input_ids), list(lay.position_ids)
     start, gap, out = lay.slot_start[0][n], schema.attributes[n].max_tokens, []
