@@ -81,6 +81,10 @@ def test_a_run_page_says_each_phase_queued_behind_loading_decoding_done(
         worker = start_worker(queues="gpu", name="phases-gpu", log_path=tmp_path / "worker.log")
         try:
             page.wait_for_selector("#run-status:has-text('Done')", timeout=240_000)
+            # the sampler above looks every 100 ms: let it record the phase the finished block shows
+            page.wait_for_function(
+                "window.seen.length && window.seen[window.seen.length - 1].startsWith('Done')", timeout=5_000
+            )
             seen = page.evaluate("window.seen")
         finally:
             stop_worker(worker, timeout=15)
