@@ -10,7 +10,7 @@ from catalog.models import Catalog
 from registry.models import ModelVersion, Promotion
 from registry.versions import DecisionRefused, default_version, do_discard, do_promote, do_undo_promotion
 from training import gold
-from training.curve import curve_chart, curve_points
+from training.curve import curve_charts, curve_points
 from training.forms import JobForm
 from training.models import TrainingJob
 from training.services import JobRefused, JobRequest, do_cancel_job, start_training_job
@@ -44,7 +44,7 @@ def _improve_context(catalog: Catalog, form: JobForm) -> dict:
         "catalog": catalog,
         "form": form,
         "curve_points": points,
-        "curve_chart": curve_chart(points),
+        "curve_charts": curve_charts(points),
         "counts": gold.counts_by_provenance(gold.reviewed_gold(catalog)),
         "jobs": _jobs().filter(catalog=catalog)[:JOBS_SHOWN],
         "versions": versions,

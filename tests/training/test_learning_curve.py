@@ -19,7 +19,7 @@ from tests.support.factories import make_catalog, make_product, make_schema
 from tests.support.training import TINY_JOB_ENV
 from tests.support.workers import start_worker, stop_worker
 from tools.bench.learning_curve import CurveRequest, pick_products, scoring_skus
-from training.curve import curve_points
+from training.curve import curve_charts, curve_points
 from training.models import LearningCurvePoint, TrainingJob
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -153,3 +153,32 @@ def test_points_scored_on_different_shares_are_different_curves(client, alice):
     client.force_login(alice)
     page = client.get(reverse("training:improve", args=[fixed_random.catalog.pk])).content.decode()
     assert "a fixed 30% of the file that nobody reviews" in page
+
+
+def test_the_page_draws_the_typed_metric_beside_the_standard_one_where_points_have_it(client, alice):
+    schema = make_schema("Shoes")
+
+    def point(order, typed):
+        catalog = make_catalog()
+        make_product(catalog, schema.category)
+        return LearningCurvePoint.objects.create(
+            catalog=catalog, data_name="oa-mine/dev.jsonl", order=order, score_share=0.3, n_reviewed=50,
+            n_remaining=74, f1_before=0.7, f1_after=0.72, typed_before=typed[0], typed_after=typed[1],
+            job_minutes=15, minutes=30,
+        )  # fmt: skip
+
+    useful = point("useful", (0.619, 0.696))
+    point("random", (0.619, 0.684))
+    standard, typed = curve_charts(curve_points(useful.catalog))
+    assert "standard metric" in standard.title and "as a reviewer types gold" in typed.title
+    assert [b.label for b in typed.groups[0].bars] == ["0.619", "0.696", "0.619", "0.684"]
+    client.force_login(alice)
+    page = client.get(reverse("training:improve", args=[useful.catalog.pk])).content.decode()
+    assert "(as a reviewer types gold)" in page and "0.696" in page
+
+    older = point("useful", (None, None))
+    older.data_name = "oa-mine/older.jsonl"
+    older.save()
+    assert [c.title for c in curve_charts(curve_points(older.catalog))] == [
+        "F1 on a fixed 30% of the file that nobody reviews, oa-mine/older.jsonl (standard metric)"
+    ]
