@@ -136,18 +136,22 @@ def test_a_point_never_reviews_the_products_set_aside_for_scoring():
         assert len(picked) == 6 and not picked & never
 
 
+def stored_point(schema, order, share=0.3, typed=(None, None)):
+    """A finished learning-curve point on a catalog of its own (one product of `schema`)."""
+    catalog = make_catalog()
+    make_product(catalog, schema.category)
+    return LearningCurvePoint.objects.create(
+        catalog=catalog, data_name="oa-mine/dev.jsonl", order=order, score_share=share, n_reviewed=50,
+        n_remaining=74, f1_before=0.7, f1_after=0.72, typed_before=typed[0], typed_after=typed[1],
+        job_minutes=15, minutes=30,
+    )  # fmt: skip
+
+
 def test_points_scored_on_different_shares_are_different_curves(client, alice):
     schema = make_schema("Shoes")
-
-    def point(share, order):
-        catalog = make_catalog()
-        make_product(catalog, schema.category)
-        return LearningCurvePoint.objects.create(
-            catalog=catalog, data_name="oa-mine/dev.jsonl", order=order, score_share=share, n_reviewed=50,
-            n_remaining=74, f1_before=0.7, f1_after=0.72, job_minutes=15, minutes=30,
-        )  # fmt: skip
-
-    fixed_useful, fixed_random, unfixed = point(0.3, "useful"), point(0.3, "random"), point(0.0, "useful")
+    fixed_useful = stored_point(schema, "useful")
+    fixed_random = stored_point(schema, "random")
+    unfixed = stored_point(schema, "useful", share=0.0)
     assert set(curve_points(fixed_useful.catalog)) == {fixed_useful, fixed_random}
     assert curve_points(unfixed.catalog) == [unfixed]
     client.force_login(alice)
@@ -157,18 +161,8 @@ def test_points_scored_on_different_shares_are_different_curves(client, alice):
 
 def test_the_page_draws_the_typed_metric_beside_the_standard_one_where_points_have_it(client, alice):
     schema = make_schema("Shoes")
-
-    def point(order, typed):
-        catalog = make_catalog()
-        make_product(catalog, schema.category)
-        return LearningCurvePoint.objects.create(
-            catalog=catalog, data_name="oa-mine/dev.jsonl", order=order, score_share=0.3, n_reviewed=50,
-            n_remaining=74, f1_before=0.7, f1_after=0.72, typed_before=typed[0], typed_after=typed[1],
-            job_minutes=15, minutes=30,
-        )  # fmt: skip
-
-    useful = point("useful", (0.619, 0.696))
-    point("random", (0.619, 0.684))
+    useful = stored_point(schema, "useful", typed=(0.619, 0.696))
+    stored_point(schema, "random", typed=(0.619, 0.684))
     standard, typed = curve_charts(curve_points(useful.catalog))
     assert "standard metric" in standard.title and "as a reviewer types gold" in typed.title
     assert [b.label for b in typed.groups[0].bars] == ["0.619", "0.696", "0.619", "0.684"]
@@ -176,7 +170,7 @@ def test_the_page_draws_the_typed_metric_beside_the_standard_one_where_points_ha
     page = client.get(reverse("training:improve", args=[useful.catalog.pk])).content.decode()
     assert "(as a reviewer types gold)" in page and "0.696" in page
 
-    older = point("useful", (None, None))
+    older = stored_point(schema, "useful")
     older.data_name = "oa-mine/older.jsonl"
     older.save()
     assert [c.title for c in curve_charts(curve_points(older.catalog))] == [
