@@ -11,11 +11,17 @@ Normalization_instruction): lengths become a number of centimetres with one deci
 - an attribute whose normalized gold is mostly not a span of its document decodes as free text
   (free_attributes: under FREE_SHARE of its valued pairs verbatim in the text; a schema choice
   measured on the file's gold, as the training command measures the extractive rule);
+- an attribute whose normalization instruction names a closed list ("Give the Product Type as
+  EXACTLY ONE of the following: - Storage Solutions - ...") decodes as an enumeration of that list
+  in its category (closed_lists; the gold writes a few values the instruction does not, "SCSI
+  Interfaces" for "SCSI Interface", so the values the training split's gold uses join the list);
 - every other attribute stays extractive, and is compared as the metric compares any value.
 """
 
 from __future__ import annotations
 
+import csv
+import json
 import pathlib
 import re
 
@@ -36,6 +42,9 @@ NUMBERS: dict[str, tuple[str, int]] = {
 }
 FREE_SHARE = 0.95  # below this share of verbatim normalized values, an attribute decodes free
 SUFFIX = "_normalized"
+DESCRIPTIONS = "attribute_descriptions.csv"  # WDC-PAVE's attribute guide, beside its train.jsonl
+OPTIONS_SUFFIX = "_options"  # <normalized file stem>_options.json: category -> attribute -> values
+_CLOSED_LIST = re.compile(r"ONE of the following(?: options)?:", re.IGNORECASE)
 _FIRST_NUMBER = re.compile(r"-?\d+(?:[.,]\d+)?")
 
 
@@ -85,3 +94,54 @@ def free_attributes(products: list[Product]) -> set[str]:
             if valued and a not in NUMBERS:
                 verbatim.setdefault(a, []).append(any(f in text for f in valued))
     return {a for a, v in verbatim.items() if sum(v) / len(v) < FREE_SHARE}
+
+
+def instruction_lists(descriptions: pathlib.Path) -> dict[str, dict[str, list[str]]]:
+    """category -> attribute -> the values its Normalization_instruction allows, for instructions
+    that name a closed list: the "-" lines after "ONE of the following:", up to the first line
+    that is not one (a rule about two colours follows the colour list)."""
+    lists: dict[str, dict[str, list[str]]] = {}
+    with open(descriptions, encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            text = row.get("Normalization_instruction") or ""
+            found = _CLOSED_LIST.search(text)
+            if found is None:
+                continue
+            items: list[str] = []
+            for line in text[found.end() :].splitlines():
+                line = line.strip()
+                if line.startswith("-"):
+                    items.append(line[1:].strip())
+                elif items:
+                    break
+            if items:
+                lists.setdefault(row["Category"], {})[row["Attribute"]] = items
+    return lists
+
+
+def closed_lists(descriptions: pathlib.Path, train: list[Product]) -> dict[str, dict[str, list[str]]]:
+    """The instruction's closed lists, each followed by the values the training products' normalized
+    gold gives that attribute in that category outside the list (first seen first): the values a
+    catalog team's enumeration would hold. Only training products: a dev value never enters."""
+    lists = instruction_lists(descriptions)
+    for p in train:
+        for attr, forms in p.gold.items():
+            values = lists.get(p.category, {}).get(attr)
+            if values is None:
+                continue
+            values.extend(f for f in forms if f.strip().lower() != "n/a" and f not in values)
+    return lists
+
+
+def options_path(normalized: pathlib.Path) -> pathlib.Path:
+    """Where a normalized gold file's closed lists are stored (written with the WDC-PAVE dev split)."""
+    return normalized.with_name(f"{normalized.stem}{OPTIONS_SUFFIX}.json")
+
+
+def load_closed_lists(path: pathlib.Path) -> dict[str, dict[str, list[str]]]:
+    """A stored closed-lists file (options_path): category -> attribute -> values."""
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise ValueError(f"{path}: not a closed-lists file (category -> attribute -> list of values)")
+    return {str(c): {str(a): [str(v) for v in vs] for a, vs in attrs.items()} for c, attrs in data.items()}

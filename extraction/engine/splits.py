@@ -23,8 +23,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extraction.engine.data import load_options, load_tsv, options_for
-from extraction.engine.normalized_gold import SUFFIX
+from extraction.engine.data import load_options, load_tsv, options_for, product_from_record
+from extraction.engine.normalized_gold import DESCRIPTIONS, SUFFIX, closed_lists, options_path, paths
 
 DATASETS = ("oa-mine", "ae-110k", "wdc-pave")
 # ../shared/data/ave-extra: distant-supervision labels, train only (no dev split is drawn from them:
@@ -35,6 +35,8 @@ DISTANT = ("ae-110k-distant", "amazon-distant")
 # distant sets matched only some attributes (missing = unknown); WDC-PAVE lists every attribute.
 ABSENT_WHEN_UNTAGGED = frozenset({"oa-mine"})
 IMPLICIT = "implicitave"  # values mostly implied, not written: enumerations, never extractive spans
+# WDC-PAVE's train_normalized.jsonl named as training data: its closed-list attributes (normalized_split)
+NORMALIZED = "wdc-pave-normalized"
 WDC_DEV_FRACTION = 0.2
 WDC_DEV_SEED = 20260
 SPLITS_DIR = Path(__file__).resolve().parents[2] / "models" / "slotwise-ave" / "splits"
@@ -109,9 +111,33 @@ def implicit_records(path: Path) -> list[dict]:
     ]
 
 
+def normalized_split(path: Path) -> Split:
+    """WDC-PAVE's normalized gold as a training set of its own: the products of the clusters
+    wdc_dev_split keeps for training, with only their attributes of a closed list (Product Type,
+    Color, Interface, ...), each record carrying its category's lists as OPTIONS, so they train as
+    enumerations under their trie with the values listed in the prompt, as `evaluate --gold
+    normalized` decodes them. Its other normalized values (lengths in another unit, expanded names)
+    are not trained: their prompt line is the extracted attribute's, whose gold value differs."""
+    extracted_path, normalized_path = paths(path)
+    train, _dev = wdc_dev_split(read_jsonl(extracted_path))
+    ids = {r.get("id") for r in train}
+    records = [r for r in read_jsonl(normalized_path) if r.get("id") in ids]
+    lists = closed_lists(extracted_path.parent / DESCRIPTIONS, [product_from_record(r) for r in records])
+    out = []
+    for record in records:
+        own = lists.get(str(record.get("category", "")), {})
+        scores = {a: v for a, v in record.get("target_scores", {}).items() if a in own}
+        if scores:
+            out.append({**record, "target_scores": scores, OPTIONS: own})
+    return Split(NORMALIZED, out, [], None)
+
+
 def load_split(data_dir: Path, splits_dir: Path = SPLITS_DIR, write: bool = True) -> Split:
-    """Split one data set folder (oa-mine, ae-110k, wdc-pave or ImplicitAVE layout) into train and dev."""
+    """Split one data set folder (oa-mine, ae-110k, wdc-pave or ImplicitAVE layout) into train and
+    dev; WDC-PAVE's train_normalized.jsonl, named as a file, trains as normalized_split."""
     data_dir = Path(data_dir)
+    if data_dir.is_file() and data_dir.stem.endswith(SUFFIX):
+        return normalized_split(data_dir)
     if is_implicit_root(data_dir):
         domains = sorted(p.parent for p in data_dir.glob("*/train.tsv"))
         train = [r for d in domains for r in implicit_records(d / "train.tsv")]
@@ -137,17 +163,28 @@ def load_split(data_dir: Path, splits_dir: Path = SPLITS_DIR, write: bool = True
         # the same dev products with their normalized gold, for evaluate --gold normalized
         ids = {r.get("id") for r in dev}
         write_jsonl(normalized_dev, [r for r in read_jsonl(normalized) if r.get("id") in ids])
+    lists = options_path(normalized_dev)
+    if write and normalized.exists() and (data_dir / DESCRIPTIONS).exists() and not lists.exists():
+        # the closed lists evaluate --gold normalized decodes under, from the training split only
+        ids = {r.get("id") for r in train}
+        products = [product_from_record(r) for r in read_jsonl(normalized) if r.get("id") in ids]
+        lists.write_text(
+            json.dumps(closed_lists(data_dir / DESCRIPTIONS, products), ensure_ascii=False, indent=1) + "\n",
+            encoding="utf-8",
+        )
     return Split(data_dir.name, train, dev, dev_path)
 
 
 def resolve_data_dirs(paths: list[str]) -> list[Path]:
     """``--data`` accepts the AVE root (its three JSON-lines sets), the ave-extra root (its distant
-    sets), individual data set folders and the ImplicitAVE folder (named on its own: the AVE root
-    alone trains as before)."""
+    sets), individual data set folders, the ImplicitAVE folder and WDC-PAVE's train_normalized.jsonl
+    (each of the last two named on its own: the AVE root alone trains as before)."""
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
-        if (path / "train.jsonl").exists() or is_implicit_root(path):
+        if path.is_file() and path.stem.endswith(SUFFIX):
+            out.append(path)
+        elif (path / "train.jsonl").exists() or is_implicit_root(path):
             out.append(path)
         else:
             names = DATASETS + DISTANT

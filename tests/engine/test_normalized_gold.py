@@ -86,3 +86,42 @@ def test_a_number_in_the_gold_unit_scores_against_normalized_gold_and_its_text_a
     assert run.report.per_attribute["Width"].VC == 1 and run.report.per_attribute["Brand"].VC == 1
     assert run.report.per_attribute["Product Type"].VW == 1  # "Desk" is not "Office Furniture"
     assert ext.per_attribute["Product Type"].VC == 1 and ext.per_attribute["Width"].VW == 1
+
+
+def test_closed_lists_are_read_from_the_normalization_instructions(tmp_path):
+    guide = tmp_path / normalized_gold.DESCRIPTIONS
+    guide.write_text(
+        "Category,Attribute,Normalization_instruction\n"
+        'Office Products,Color(s),"Categorize the color into ONLY ONE of the following options:\n-Black\n'
+        "-Gray and Metallic \n\nIf the description mentions more than two colors, classify it as 'Other'.\"\n"
+        'Office Products,Width,"Convert and standardize the Width measurement to centimeters (cm)."\n'
+        'Jewelry,Product Type,"Give the Product Type as EXACTLY ONE of the following:\n- Rings/Bands\n- Earrings"\n'
+    )
+    assert normalized_gold.instruction_lists(guide) == {
+        "Office Products": {
+            "Color(s)": ["Black", "Gray and Metallic"]
+        },  # the rule after the list is not a value
+        "Jewelry": {"Product Type": ["Rings/Bands", "Earrings"]},
+    }
+    train = [data.Product("1", "Jewelry", "anklet", {"Product Type": ["Anklets"], "Width": ["3.0"]})]
+    assert normalized_gold.closed_lists(guide, train)["Jewelry"] == {
+        "Product Type": ["Rings/Bands", "Earrings", "Anklets"]
+    }
+
+
+def test_evaluate_decodes_a_closed_list_as_an_enumeration_of_its_category(model_dir, tmp_path):
+    train = write_set(tmp_path)
+    lists = {"Office Products": {"Product Type": ["Office Furniture", "Shelving", "Paper Products"]}}
+    options = normalized_gold.options_path(tmp_path / "train_normalized.jsonl")
+    options.write_text(json.dumps(lists))
+    out, preds = tmp_path / "out.json", tmp_path / "preds.jsonl"
+    args = ["evaluate", "--data", str(train), "--model", str(model_dir), "--decoders", "ar,hpd", "--gold"]
+    args += ["normalized", "--batch", "2", "--stack", "1", "--max-tokens", "4", "--json", str(out)]
+    assert main(args + ["--predictions", str(preds)]) == 0
+    res = json.loads(out.read_text())
+    assert (
+        res["enumerations"] == ["Product Type"] and res["free_text"] == [] and res["options"] == str(options)
+    )
+    for line in map(json.loads, preds.read_text().splitlines()):
+        for d in ("ar", "hpd"):
+            assert line[d]["Product Type"][0] in lists["Office Products"]["Product Type"] + ["n/a"]

@@ -13,7 +13,7 @@ from extraction.engine.splits import IMPLICIT, load_split, resolve_data_dirs
 from extraction.engine.train import augment as aug
 from extraction.engine.train.corpus import load_corpus, verbatim_share
 from extraction.engine.train.row_packing import RowConfig, RowSampler
-from tests.support.toy_training import HEADER, ROWS, toy_tokenizer, write_toy_data
+from tests.support.toy_training import HEADER, ROWS, sampled_golds, toy_tokenizer, write_toy_data
 
 
 @pytest.fixture(scope="module")
@@ -87,19 +87,6 @@ def test_implied_values_are_never_copy_augmented(tmp_path, tokenizer):  # noqa: 
         (("Neckline", "V-Neck"), ("Sleeve Style", "Short Sleeve")),
         (("Sleeve Style", "Long Sleeve"),),
     }
-
-
-def sampled_golds(sampler):
-    captured = []
-    original = sampler._pack
-
-    def spy(names, exs):
-        captured.extend(ex.gold for ex in exs)
-        return original(names, exs)
-
-    sampler._pack = spy
-    sampler.epoch_rows()
-    return captured
 
 
 def test_the_majority_floor_is_counted_on_train_and_scored_on_the_products(tmp_path):

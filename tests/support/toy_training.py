@@ -75,3 +75,17 @@ def toy_tokenizer():
     """A BPE tokenizer trained on the toy listings, their values and the prompt's words."""
     texts = DOCS + [v for g in GOLD for v in g.values() if v] + NAMES + ["Extract the value n/a JSON Product"]
     return build_tokenizer(texts, vocab_size=300)
+
+
+def sampled_golds(sampler) -> list[dict]:
+    """The gold of every example one epoch of a RowSampler packs (after augmentation)."""
+    captured = []
+    original = sampler._pack
+
+    def spy(names, exs):
+        captured.extend(ex.gold for ex in exs)
+        return original(names, exs)
+
+    sampler._pack = spy
+    sampler.epoch_rows()
+    return captured

@@ -97,12 +97,18 @@ class Types:
     source: str | None = None  # the options file
     numbers: dict[str, str] = field(default_factory=dict)  # attribute -> unit (--gold normalized)
     free: set[str] = field(default_factory=set)  # text attributes decoded free (--gold normalized)
+    # category -> attribute -> values: enumerations of one category (--gold normalized's closed lists)
+    category_enums: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
-    def spec(self, name: str, max_tokens: int) -> AttributeSpec:
-        if name in self.enums:
-            return AttributeSpec(
-                name, "", max_tokens, kind=ENUM, allowed_values=tuple(self.enums[name]), na=self.na
-            )
+    @property
+    def enum_names(self) -> set[str]:
+        """Every attribute decoded as an enumeration (in some category)."""
+        return set(self.enums) | {a for attrs in self.category_enums.values() for a in attrs}
+
+    def spec(self, name: str, max_tokens: int, category: str = "") -> AttributeSpec:
+        values = self.category_enums.get(category, {}).get(name) or self.enums.get(name)
+        if values:
+            return AttributeSpec(name, "", max_tokens, kind=ENUM, allowed_values=tuple(values), na=self.na)
         if name in self.numbers:
             return AttributeSpec(name, "", max_tokens, kind=NUMBER, unit=self.numbers[name])
         return AttributeSpec(name, "", max_tokens, free=name in self.free)
@@ -152,7 +158,7 @@ def groups(
     out = {}
     for cat, idx in ave.by_category(products).items():
         docs = [Document(products[i].key, products[i].text) for i in idx]
-        out[cat] = (idx, docs, [types.spec(a, per_attr.get(a, default)) for a in schemas[cat]])
+        out[cat] = (idx, docs, [types.spec(a, per_attr.get(a, default), cat) for a in schemas[cat]])
     return out
 
 
@@ -346,5 +352,9 @@ def load_inputs(args) -> Inputs:
     if normalized:
         inputs.extracted_gold = with_gold(products, ave.load(extracted_path))
         types.numbers = {a: unit for a, (unit, _) in ng.NUMBERS.items()}
-        types.free = ng.free_attributes(everything)
+        lists = ng.options_path(normalized_path)
+        if lists.is_file():  # written with the WDC-PAVE dev split (splits.load_split)
+            types.category_enums = ng.load_closed_lists(lists)
+            types.source = str(lists)
+        types.free = ng.free_attributes(everything) - types.enum_names
     return inputs

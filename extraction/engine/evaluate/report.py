@@ -199,10 +199,10 @@ def write_header(args, ex, inputs) -> None:
         )
     else:
         write("extractive: off (free greedy values)")
-    if types.enums:
+    if types.enum_names:
         state = "on" if ex.typed else "OFF (--no-typed: decoded as text)"
         na = "n/a allowed" if types.na else "no n/a (every pair has a value: micro F1 = accuracy)"
-        write(f"enumerations {state}: {len(types.enums)} attributes from {types.source}, {na}")
+        write(f"enumerations {state}: {len(types.enum_names)} attributes from {types.source}, {na}")
 
 
 def best_table(results: dict[str, dict]) -> None:
@@ -271,7 +271,8 @@ def normalized_table(inputs, best: dict[str, Run], results: dict[str, dict]) -> 
     types = inputs.types
     write(
         f"gold: normalized ({inputs.normalized_path.name}; numbers {', '.join(sorted(types.numbers))} compared as "
-        f"numbers; free text: {', '.join(sorted(types.free)) or 'none'}); F1 against the extracted gold "
+        f"numbers; free text: {', '.join(sorted(types.free)) or 'none'}; enumerations of their category's "
+        f"closed list: {', '.join(sorted(types.category_enums and types.enum_names)) or 'none'}); F1 against the extracted gold "
         f"({inputs.extracted_path.name}) on the text as decoded:"
     )
     table(
@@ -295,7 +296,7 @@ def results_json(args, ex, inputs, outcome, floor: dict | None) -> dict:
         "numbers": sorted(types.numbers),
         "free_text": sorted(types.free),
         "options": types.source,
-        "enumerations": sorted(types.enums),
+        "enumerations": sorted(types.enum_names),
         "na_allowed_in_enumerations": types.na,
         "data": str(args.data),
         "products": len(inputs.products),

@@ -166,13 +166,16 @@ def attribute_budgets(corpus: Corpus, tokenizer, margin: int = 2, low: int = 4, 
 
 
 def verbatim_share(corpus: Corpus) -> float:
-    """Share of the present training values that occur verbatim in their document, over the data
-    sets of text spans (ImplicitAVE's implied values decode under their enumeration instead)."""
+    """Share of the present training values that occur verbatim in their document, over the
+    records of text spans (enumerations, ImplicitAVE's implied values and WDC-PAVE's normalized
+    categories, decode under their closed list instead)."""
     found = total = 0
     for (source, _category), records in corpus.groups.items():
         if source == IMPLICIT:
             continue
         for record in records:
+            if record.get(OPTIONS):
+                continue
             text = " ".join(product_text(record).split())
             for value in record_gold(record).values():
                 if value and value != NA:

@@ -42,7 +42,7 @@ from extraction.engine.layout import (
     value_ids,
     with_values_listed,
 )
-from extraction.engine.splits import IMPLICIT
+from extraction.engine.splits import IMPLICIT, OPTIONS
 from extraction.engine.train import augment as aug
 from extraction.engine.train.corpus import Corpus, Example, to_example
 
@@ -334,7 +334,7 @@ class RowSampler:
                     continue  # a data set drawn less often per epoch (its rows are long)
                 # copy-augmentation swaps a value where the text writes it; an implied value is not
                 # written, and a mutated one would leave its closed list
-                if self.aug_cfg is not None and key[0] != IMPLICIT:
+                if self.aug_cfg is not None and key[0] != IMPLICIT and not record.get(OPTIONS):
                     record = aug.augment_record(record, pools, self.rng, self.aug_cfg, phrases)
                 ex = to_example(record, key[0])
                 if len(doc_ids(self.tok, ex.text)) > self.cfg.max_doc_tokens:
