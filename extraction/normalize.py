@@ -61,8 +61,12 @@ _UNIT_SPELLINGS = {
     "metres": "m",
 }
 # ASCII digits only, at most 15 (and 6 decimals: what a float keeps exactly); other scripts' digits
-# and longer numbers stay text, which checked_value refuses.
-_NUMBER_WITH_UNIT = re.compile(r"^\s*(-?[0-9]{1,15}(?:[.,][0-9]{1,6})?)\s*([a-zA-Z\"'. ]*?)\s*$")
+# and longer numbers stay text, which checked_value refuses. A number is a decimal ("1.5", "1,5"),
+# a fraction ("3/4") or a whole number and a fraction ("47-1/4", "47 1/4": sizes in inches as US
+# catalogues write them).
+_NUMBER_WITH_UNIT = re.compile(
+    r"^\s*(-?[0-9]{1,15}(?:[.,][0-9]{1,6})?|(?:[0-9]{1,15}[- ])?[0-9]{1,6}/[0-9]{1,6})\s*([a-zA-Z\"'. ]*?)\s*$"
+)
 _TRUE = {"yes", "y", "true", "1"}
 _FALSE = {"no", "n", "false", "0"}
 YES, NO = "yes", "no"
@@ -94,12 +98,25 @@ def _format_number(number: float) -> str:
     return f"{round(number, 3):f}".rstrip("0").rstrip(".") or "0"
 
 
+def _number(text: str) -> float | None:
+    """The value of a number _NUMBER_WITH_UNIT matched ("47-1/4" -> 47.25); None for a fraction
+    over zero."""
+    if "/" not in text:
+        return float(text.replace(",", "."))
+    whole, _, fraction = text.replace("-", " ").rpartition(" ")
+    numerator, denominator = (int(n) for n in fraction.split("/"))
+    if denominator == 0:
+        return None
+    return int(whole or 0) + numerator / denominator
+
+
 def normalize_number(text: str, unit: str) -> str:
-    """'55 inches' with unit 'inch' -> '55 inch'; '1,5 kg' with unit 'g' -> '1500 g'."""
+    """'55 inches' with unit 'inch' -> '55 inch'; '1,5 kg' with unit 'g' -> '1500 g'; '47-1/4 in'
+    with unit 'cm' -> '120.015 cm'."""
     match = _NUMBER_WITH_UNIT.match(text)
-    if not match:
+    number = _number(match.group(1)) if match else None
+    if number is None:
         return text
-    number = float(match.group(1).replace(",", "."))
     found = match.group(2).strip()
     if not unit:
         return f"{_format_number(number)} {found}".strip()
@@ -149,8 +166,9 @@ def checked_value(raw: str, kind: str = TEXT, unit: str = "", allowed_values=())
         raise ValueError(f"{typed!r} is not yes or no (or n/a)")
     elif kind == NUMBER:
         match = _NUMBER_WITH_UNIT.match(value)
-        # normalize_number writes a number it could convert in the schema's unit
-        if not match or (unit and unit_key(match.group(2)) != unit_key(unit)):
+        # normalize_number writes a number it could convert in the schema's unit (a fraction it could
+        # read as a decimal: "1/0" stays as typed)
+        if not match or "/" in match.group(1) or (unit and unit_key(match.group(2)) != unit_key(unit)):
             in_unit = f" in {unit} (or in a unit that converts to it)" if unit else ""
             raise ValueError(f"{typed!r} is not a number{in_unit}")
     return value

@@ -62,7 +62,8 @@ def test_number_allows_digits_then_a_known_unit_in_any_case():
     rule = constraints.NumberRule(TABLE, "g", NA_IDS)
     assert allowed(rule, []) == sorted(ids(" ", "5", "12", " n", " 5"))  # no unit, no "." before a digit
     after = allowed(rule, ids(" ", "5"))
-    assert set(ids(" ", "5", "12", ".", ",", " k", "kg", "g", " oz", "Kg")) | {END} == set(after)
+    # "/" and " 5" go on to a fraction ("5/12", "5 5/12")
+    assert set(ids(" ", "5", "12", ".", ",", "/", " 5", " k", "kg", "g", " oz", "Kg")) | {END} == set(after)
     assert TOK["x"] not in after and TOK[" n"] not in after and TOK[" Red"] not in after
     assert TOK["in"] not in after  # a length: it does not convert to grams
     assert allowed(rule, ids(" ", "5", ".")) == sorted(ids("5", "12", " 5")[:2])  # a digit must follow
@@ -75,6 +76,25 @@ def test_number_allows_digits_then_a_known_unit_in_any_case():
     assert rule.finish("12 kil") == "12 g" and rule.finish("12.") == "12 g"  # cut by the gap
     assert rule.accepts("5 Kg") and rule.accepts("12.5") and not rule.accepts("Red") and rule.accepts("n/a")
     assert not constraints.NumberRule(TABLE, "g").accepts("n/a")
+
+
+def test_number_reads_fractions_as_us_catalogues_write_inches():
+    rule = constraints.NumberRule(TABLE, "in", NA_IDS)
+    assert allowed(rule, ids(" ", "5", "/")) == sorted(ids("5", "12"))  # a denominator must follow
+    assert END in allowed(rule, ids(" ", "5", " 5", "/", "12", "in"))  # "5 5/12in"
+    assert TOK["/"] not in allowed(rule, ids(" ", "5", "/", "12"))  # one fraction bar
+    for text, inches in (
+        ("47-1/4 in", "47.25 in"),
+        ('47 1/4"', "47.25 in"),
+        ("3/4", "0.75 in"),
+        ("5/12", "0.417 in"),
+    ):
+        assert rule.accepts(text) and rule.finish(text) == inches, text
+    in_cm = constraints.NumberRule(TABLE, "cm", NA_IDS)
+    assert in_cm.finish("47-1/4 inches") == "120.015 cm"
+    # a range copied from the text reads as its first number, in its own unit
+    assert in_cm.finish("10-20 in") == "25.4 cm" and in_cm.finish("10-20") == "10 cm"
+    assert in_cm.finish("5 5 in") == "12.7 cm" and in_cm.accepts("10-20 in")
 
 
 def test_masks_from_tensors_equal_masks_from_lists():
@@ -196,7 +216,18 @@ def test_number_on_the_real_tokenizer(real_tokenizer):
     tok = real_tokenizer
     table = TokenTable.from_tokenizer(tok)
     rule = constraints.NumberRule(table, "inch", tok.encode(" n/a", add_special_tokens=False))
-    for text in ("55 inches", "1.5 ft", "12in", "2 cm", "3 Inch", "n/a", "7"):
+    for text in (
+        "55 inches",
+        "1.5 ft",
+        "12in",
+        "2 cm",
+        "3 Inch",
+        "n/a",
+        "7",
+        "47-1/4 in",
+        '3/4"',
+        "1 1/2 ft",
+    ):
         state = start(rule, None, END_REAL)
         for t in tok.encode(" " + text, add_special_tokens=False):
             assert t in state.allowed().tolist(), (text, tok.decode([t]))

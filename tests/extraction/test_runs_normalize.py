@@ -20,6 +20,10 @@ from extraction.normalize import checked_value, normalize_value
         ("0,25 kg", "number", "g", (), "250 g"),
         ("12 oz", "number", "g", (), "340.194 g"),
         ("500", "number", "ml", (), "500 ml"),
+        ("47-1/4 in", "number", "cm", (), "120.015 cm"),  # a whole number and a fraction
+        ('1 1/2"', "number", "in", (), "1.5 in"),
+        ("3/4 lb", "number", "oz", (), "12 oz"),
+        ("1/0 in", "number", "cm", (), "1/0 in"),  # no number: kept as written
         ("3 pack", "number", "g", (), "3 pack"),  # an unknown unit is kept, not converted
         ("about ten", "number", "g", (), "about ten"),
         ("dark ROAST", "enum", "", ["Light roast", "Dark roast"], "Dark roast"),
@@ -40,6 +44,7 @@ def test_it_normalizes_by_attribute_kind(raw, kind, unit, allowed, expected):
         ("Y", "boolean", "", (), "yes"),
         ("0,25 kg", "number", "g", (), "250 g"),
         ("500", "number", "ml", (), "500 ml"),
+        ("1-1/2 in", "number", "cm", (), "3.81 cm"),
         ("3 pack", "number", "", (), "3 pack"),  # no schema unit: any unit is kept
         ("whatever  it says", "text", "", (), "whatever it says"),
     ],
@@ -56,6 +61,7 @@ def test_a_typed_value_a_person_enters_is_normalized(raw, kind, unit, allowed, e
         ("3 pack", "number", "g", (), "'3 pack' is not a number in g (or in a unit that converts to it)"),
         ("2 m", "number", "kg", (), "'2 m' is not a number in kg"),
         ("about ten", "number", "", (), "'about ten' is not a number"),
+        ("1/0 in", "number", "cm", (), "'1/0 in' is not a number in cm"),
     ],
 )  # fmt: skip
 def test_a_typed_value_its_type_cannot_hold_is_refused(raw, kind, unit, allowed, message):

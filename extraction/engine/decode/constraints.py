@@ -158,11 +158,16 @@ def choice_rule(tokenizer: Tokenizer, values, na_ids: list[int] | None) -> Choic
 
 # ---------------------------------------------------------------------------------- number with unit
 
-# byte automaton of "<digits>[(.|,)<digits>][ ]<unit>", leading whitespace allowed (the value prefix)
-LEAD, INT, SEP, FRAC, GAP, UNIT = range(6)
+# byte automaton of "<number>[ ]<unit>", leading whitespace allowed (the value prefix), a number being
+# "<digits>[(.|,)<digits>]", "<digits>/<digits>" or "<digits>(-| )<digits>/<digits>" ("47-1/4": US
+# catalogues write inches so); "<digits>(-| )<digits>" may end there too and reads as its first number
+# (a range "10-20 cm" -> "10 cm"), so that a slot copying one is not caught after its dash
+LEAD, INT, SEP, FRAC, GAP, UNIT, DASH, INT_GAP, NUM, SLASH, DEN = range(11)
 _DIGITS = frozenset(b"0123456789")
 _SEPARATORS = frozenset(b".,")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+_NUMBER_TEXT = r"(?:\d+(?:[.,]\d+)?|(?:\d+[- ])?\d+/\d+)"
+_SECOND_NUMBER = re.compile(r"^(\d+)[- ]\d+(?=\s|$|[^\d/])")  # "10-20 cm" -> "10" + " cm"
 
 
 def _lower(byte: int) -> int:
@@ -185,7 +190,7 @@ class NumberRule:
         self.na = list(na) if na is not None else []
         self._tokens: dict[tuple, list[int]] = {}
         units_re = "|".join(re.escape(u.decode()) for u in self.units)
-        self.pattern = re.compile(rf"^\d+(?:[.,]\d+)?(?: ?(?:{units_re}))?$", re.IGNORECASE)
+        self.pattern = re.compile(rf"^{_NUMBER_TEXT}(?: ?(?:{units_re}))?$", re.IGNORECASE)
 
     def step(self, state: tuple | None, byte: int) -> tuple | None:
         """One byte on from state (None: dead)."""
@@ -194,15 +199,21 @@ class NumberRule:
         phase, unit = state
         if phase == LEAD:
             return (LEAD, b"") if byte in b" \t" else (INT, b"") if byte in _DIGITS else None
-        if phase in (INT, FRAC) and byte in _DIGITS:
+        if phase in (INT, FRAC, NUM, DEN) and byte in _DIGITS:
             return (phase, b"")
+        if phase in (SEP, DASH, INT_GAP, SLASH) and byte in _DIGITS:
+            return ({SEP: FRAC, DASH: NUM, INT_GAP: NUM, SLASH: DEN}[phase], b"")
+        if phase in (SEP, DASH, SLASH):
+            return None  # a digit must follow
         if phase == INT and byte in _SEPARATORS:
             return (SEP, b"")
-        if phase == SEP:
-            return (FRAC, b"") if byte in _DIGITS else None
-        if phase in (INT, FRAC) and byte == 32:
-            return (GAP, b"")
-        if phase in (INT, FRAC, GAP, UNIT):
+        if phase in (INT, NUM) and byte == ord("/"):
+            return (SLASH, b"")
+        if phase == INT and byte == ord("-"):
+            return (DASH, b"")
+        if phase in (INT, FRAC, NUM, DEN) and byte == 32:
+            return (INT_GAP if phase == INT else GAP, b"")
+        if phase in (INT, FRAC, NUM, DEN, GAP, INT_GAP, UNIT):
             grown = unit + bytes([_lower(byte)])
             return (UNIT, grown) if grown in self.prefixes else None
         return None
@@ -214,7 +225,7 @@ class NumberRule:
 
     def accepting(self, state: tuple | None) -> bool:
         return state is not None and (
-            state[0] in (INT, FRAC) or (state[0] == UNIT and state[1] in self.units)
+            state[0] in (INT, FRAC, NUM, DEN) or (state[0] == UNIT and state[1] in self.units)
         )
 
     def tokens(self, state: tuple) -> list[int]:
@@ -236,7 +247,7 @@ class NumberRule:
     def finish(self, text: str) -> str:
         """The number in the schema's unit; a value its gap cut (inside the unit or after the
         separator) keeps the number it has, or reads "n/a" without one."""
-        text = text.strip()
+        text = _SECOND_NUMBER.sub(r"\1", text.strip())
         if text.lower() == NA:
             return NA
         if not self.pattern.match(text):
@@ -247,7 +258,10 @@ class NumberRule:
         return normalize_number(text, self.unit)
 
     def accepts(self, text: str) -> bool:
-        return (text.strip().lower() == NA and bool(self.na)) or bool(self.pattern.match(text.strip()))
+        text = text.strip()
+        return (text.lower() == NA and bool(self.na)) or bool(
+            self.pattern.match(_SECOND_NUMBER.sub(r"\1", text))
+        )
 
 
 # ---------------------------------------------------------------------------------- schema -> rules
