@@ -22,32 +22,39 @@ def test_the_dev_split_gets_the_normalized_gold_of_its_own_products(tmp_path):
     assert not {r["id"] for r in split.train} & {r["id"] for r in written}
 
 
+GUIDE = (
+    "Category,Attribute,Normalization_instruction\n"
+    'Jewelry,Product Type,"Give the Product Type as EXACTLY ONE of the following:\n- Rings/Bands\n- Earrings"\n'
+)
+
+
+def ring(i, gold: dict[str, str]) -> dict:
+    """A WDC-PAVE record of product i (its own cluster) with this gold ("n/a" = absent)."""
+    scores = {a: {v: {"pid": [0], "score": 1}} if v != "n/a" else {"n/a": 1} for a, v in gold.items()}
+    return {
+        "id": i,
+        "cluster_id": i,
+        "category": "Jewelry",
+        "input_title": f"ring {i}",
+        "target_scores": scores,
+    }
+
+
+def write_lines(path, records) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
 def test_the_closed_lists_written_with_the_split_hold_training_values_only(tmp_path):
     wdc = tmp_path / "wdc-pave"
     wdc.mkdir()
-
-    def record(i, value):
-        scores = {"Product Type": {value: {"pid": [0], "score": 1}}}
-        return {
-            "id": i,
-            "cluster_id": i,
-            "category": "Jewelry",
-            "input_title": f"ring {i}",
-            "target_scores": scores,
-        }
-
-    records = [record(i, "Rings/Bands") for i in range(20)]
-    (wdc / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_lines(wdc / "train.jsonl", [ring(i, {"Product Type": "Rings/Bands"}) for i in range(20)])
     split = load_split(wdc, tmp_path / "splits", write=False)  # which products the seeded split keeps
     dev_ids = {r["id"] for r in split.dev}
     train_id = next(r["id"] for r in split.train)
-    normalized = [record(i, f"Dev only {i}" if i in dev_ids else "Rings/Bands") for i in range(20)]
-    normalized[train_id] = record(train_id, "Anklets")  # a training value the instruction does not list
-    (wdc / "train_normalized.jsonl").write_text("".join(json.dumps(r) + "\n" for r in normalized))
-    (wdc / "attribute_descriptions.csv").write_text(
-        "Category,Attribute,Normalization_instruction\n"
-        'Jewelry,Product Type,"Give the Product Type as EXACTLY ONE of the following:\n- Rings/Bands\n- Earrings"\n'
-    )
+    values = [f"Dev only {i}" if i in dev_ids else "Rings/Bands" for i in range(20)]
+    values[train_id] = "Anklets"  # a training value the instruction does not list
+    write_lines(wdc / "train_normalized.jsonl", [ring(i, {"Product Type": v}) for i, v in enumerate(values)])
+    (wdc / "attribute_descriptions.csv").write_text(GUIDE)
     load_split(wdc, tmp_path / "splits")
     lists = json.loads((tmp_path / "splits" / "wdc-pave-dev_normalized_options.json").read_text())
     assert lists == {"Jewelry": {"Product Type": ["Rings/Bands", "Earrings", "Anklets"]}}  # no dev value
@@ -56,25 +63,10 @@ def test_the_closed_lists_written_with_the_split_hold_training_values_only(tmp_p
 def test_the_normalized_file_trains_its_closed_list_attributes_of_training_clusters_only(tmp_path):
     wdc = tmp_path / "wdc-pave"
     wdc.mkdir()
-
-    def record(i, gold):
-        scores = {a: {v: {"pid": [0], "score": 1}} if v != "n/a" else {"n/a": 1} for a, v in gold.items()}
-        return {
-            "id": i,
-            "cluster_id": i,
-            "category": "Jewelry",
-            "input_title": f"ring {i}",
-            "target_scores": scores,
-        }
-
-    extracted = [record(i, {"Product Type": "ring", "Brand": "Acme"}) for i in range(20)]
-    normalized = [record(i, {"Product Type": "Rings/Bands", "Brand": "ACME"}) for i in range(20)]
-    (wdc / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in extracted))
-    (wdc / "train_normalized.jsonl").write_text("".join(json.dumps(r) + "\n" for r in normalized))
-    (wdc / "attribute_descriptions.csv").write_text(
-        "Category,Attribute,Normalization_instruction\n"
-        'Jewelry,Product Type,"Give the Product Type as EXACTLY ONE of the following:\n- Rings/Bands\n- Earrings"\n'
-    )
+    write_lines(wdc / "train.jsonl", [ring(i, {"Product Type": "ring", "Brand": "Acme"}) for i in range(20)])
+    normalized = [ring(i, {"Product Type": "Rings/Bands", "Brand": "ACME"}) for i in range(20)]
+    write_lines(wdc / "train_normalized.jsonl", normalized)
+    (wdc / "attribute_descriptions.csv").write_text(GUIDE)
     named = wdc / "train_normalized.jsonl"
     assert resolve_data_dirs([str(named), str(tmp_path)]) == [named, wdc]  # the file, then the AVE root's set
     split = load_split(named, tmp_path / "splits")
