@@ -99,9 +99,13 @@ def _quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
+def attribute_line(a: AttributeSpec) -> str:
+    """An attribute's line in the prompt: its name, then its description where it has one."""
+    return f"- {a.name}: {a.description}" if a.description else f"- {a.name}"
+
+
 def prefix_text(attributes: list[AttributeSpec]) -> str:
-    lines = [f"- {a.name}: {a.description}" if a.description else f"- {a.name}" for a in attributes]
-    return INSTRUCTION + "\n".join(lines) + "\n"
+    return INSTRUCTION + "\n".join(attribute_line(a) for a in attributes) + "\n"
 
 
 def doc_text(text: str) -> str:

@@ -15,7 +15,11 @@ Normalization_instruction): lengths become a number of centimetres with one deci
   EXACTLY ONE of the following: - Storage Solutions - ...") decodes as an enumeration of that list
   in its category (closed_lists; the gold writes a few values the instruction does not, "SCSI
   Interfaces" for "SCSI Interface", so the values the training split's gold uses join the list);
-- every other attribute stays extractive, and is compared as the metric compares any value.
+- every other attribute stays extractive, and is compared as the metric compares any value;
+- an attribute normalized as text by an instruction ("Remove any non-alphanumeric characters ...
+  from the Part Number", "Return the Brand in Uppercase Format") carries that instruction as its
+  description in the prompt (text_instructions), in training and in evaluation alike: the slot
+  reads how to write its value, as a catalog team's description would tell it.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ FREE_SHARE = 0.95  # below this share of verbatim normalized values, an attribut
 SUFFIX = "_normalized"
 DESCRIPTIONS = "attribute_descriptions.csv"  # WDC-PAVE's attribute guide, beside its train.jsonl
 OPTIONS_SUFFIX = "_options"  # <normalized file stem>_options.json: category -> attribute -> values
+# <normalized file stem>_instructions.json: category -> attribute -> its instruction (text_instructions)
+INSTRUCTIONS_SUFFIX = "_instructions"
 _CLOSED_LIST = re.compile(r"ONE of the following(?: options)?:", re.IGNORECASE)
 _FIRST_NUMBER = re.compile(r"-?\d+(?:[.,]\d+)?")
 
@@ -96,26 +102,44 @@ def free_attributes(products: list[Product]) -> set[str]:
     return {a for a, v in verbatim.items() if sum(v) / len(v) < FREE_SHARE}
 
 
+def _instructions(descriptions: pathlib.Path) -> list[tuple[str, str, str]]:
+    """(category, attribute, normalization instruction) of every row of the attribute guide."""
+    with open(descriptions, encoding="utf-8", newline="") as handle:
+        return [
+            (row["Category"], row["Attribute"], (row.get("Normalization_instruction") or "").strip())
+            for row in csv.DictReader(handle)
+        ]
+
+
+def text_instructions(descriptions: pathlib.Path) -> dict[str, dict[str, str]]:
+    """category -> attribute -> its normalization instruction (one line), for the attributes it
+    normalizes as text: an instruction other than "None" that names no closed list, outside
+    NUMBERS (whose number rule converts the unit)."""
+    out: dict[str, dict[str, str]] = {}
+    for category, attribute, text in _instructions(descriptions):
+        if text and text != "None" and not _CLOSED_LIST.search(text) and attribute not in NUMBERS:
+            out.setdefault(category, {})[attribute] = " ".join(text.split())
+    return out
+
+
 def instruction_lists(descriptions: pathlib.Path) -> dict[str, dict[str, list[str]]]:
     """category -> attribute -> the values its Normalization_instruction allows, for instructions
     that name a closed list: the "-" lines after "ONE of the following:", up to the first line
     that is not one (a rule about two colours follows the colour list)."""
     lists: dict[str, dict[str, list[str]]] = {}
-    with open(descriptions, encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle):
-            text = row.get("Normalization_instruction") or ""
-            found = _CLOSED_LIST.search(text)
-            if found is None:
-                continue
-            items: list[str] = []
-            for line in text[found.end() :].splitlines():
-                line = line.strip()
-                if line.startswith("-"):
-                    items.append(line[1:].strip())
-                elif items:
-                    break
-            if items:
-                lists.setdefault(row["Category"], {})[row["Attribute"]] = items
+    for category, attribute, text in _instructions(descriptions):
+        found = _CLOSED_LIST.search(text)
+        if found is None:
+            continue
+        items: list[str] = []
+        for line in text[found.end() :].splitlines():
+            line = line.strip()
+            if line.startswith("-"):
+                items.append(line[1:].strip())
+            elif items:
+                break
+        if items:
+            lists.setdefault(category, {})[attribute] = items
     return lists
 
 
@@ -138,10 +162,16 @@ def options_path(normalized: pathlib.Path) -> pathlib.Path:
     return normalized.with_name(f"{normalized.stem}{OPTIONS_SUFFIX}.json")
 
 
-def load_closed_lists(path: pathlib.Path) -> dict[str, dict[str, list[str]]]:
-    """A stored closed-lists file (options_path): category -> attribute -> values."""
+def instructions_path(normalized: pathlib.Path) -> pathlib.Path:
+    """Where a normalized gold file's text instructions are stored (written with the dev split)."""
+    return normalized.with_name(f"{normalized.stem}{INSTRUCTIONS_SUFFIX}.json")
+
+
+def load_per_category(path: pathlib.Path) -> dict[str, dict]:
+    """A stored file of options_path or instructions_path: category -> attribute -> its closed list
+    or its instruction."""
     with open(path, encoding="utf-8") as handle:
         data = json.load(handle)
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise ValueError(f"{path}: not a closed-lists file (category -> attribute -> list of values)")
-    return {str(c): {str(a): [str(v) for v in vs] for a, vs in attrs.items()} for c, attrs in data.items()}
+        raise ValueError(f"{path}: not a JSON object of category -> attribute -> list or instruction")
+    return data

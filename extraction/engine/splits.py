@@ -24,7 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from extraction.engine.data import load_options, load_tsv, options_for, product_from_record
-from extraction.engine.normalized_gold import DESCRIPTIONS, SUFFIX, closed_lists, options_path, paths
+from extraction.engine.normalized_gold import (
+    DESCRIPTIONS,
+    SUFFIX,
+    closed_lists,
+    instructions_path,
+    options_path,
+    paths,
+    text_instructions,
+)
 
 DATASETS = ("oa-mine", "ae-110k", "wdc-pave")
 # ../shared/data/ave-extra: distant-supervision labels, train only (no dev split is drawn from them:
@@ -35,8 +43,9 @@ DISTANT = ("ae-110k-distant", "amazon-distant")
 # distant sets matched only some attributes (missing = unknown); WDC-PAVE lists every attribute.
 ABSENT_WHEN_UNTAGGED = frozenset({"oa-mine"})
 IMPLICIT = "implicitave"  # values mostly implied, not written: enumerations, never extractive spans
-# WDC-PAVE's train_normalized.jsonl named as training data: its closed-list attributes (normalized_split)
+# WDC-PAVE's train_normalized.jsonl named as training data (normalized_split)
 NORMALIZED = "wdc-pave-normalized"
+DESCRIPTIONS_KEY = "descriptions"  # a record's attribute descriptions for the prompt (attribute -> text)
 WDC_DEV_FRACTION = 0.2
 WDC_DEV_SEED = 20260
 SPLITS_DIR = Path(__file__).resolve().parents[2] / "models" / "slotwise-ave" / "splits"
@@ -113,22 +122,28 @@ def implicit_records(path: Path) -> list[dict]:
 
 def normalized_split(path: Path) -> Split:
     """WDC-PAVE's normalized gold as a training set of its own: the products of the clusters
-    wdc_dev_split keeps for training, with only their attributes of a closed list (Product Type,
-    Color, Interface, ...), each record carrying its category's lists as OPTIONS, so they train as
-    enumerations under their trie with the values listed in the prompt, as `evaluate --gold
-    normalized` decodes them. Its other normalized values (lengths in another unit, expanded names)
-    are not trained: their prompt line is the extracted attribute's, whose gold value differs."""
+    wdc_dev_split keeps for training, with the attributes `evaluate --gold normalized` decodes by
+    the data set's instructions. Those of a closed list (Product Type, Color, Interface, ...) carry
+    their category's lists as OPTIONS, so they train as enumerations under their trie with the
+    values listed in the prompt; those an instruction normalizes as text (Part Number without its
+    hyphens, Brand in capitals) carry the instruction as their description (DESCRIPTIONS_KEY), so
+    the prompt line that asks for the normalized value differs from the extracted attribute's. The
+    numbers (lengths in centimetres) are not trained: the number rule converts what the text says."""
     extracted_path, normalized_path = paths(path)
     train, _dev = wdc_dev_split(read_jsonl(extracted_path))
     ids = {r.get("id") for r in train}
     records = [r for r in read_jsonl(normalized_path) if r.get("id") in ids]
-    lists = closed_lists(extracted_path.parent / DESCRIPTIONS, [product_from_record(r) for r in records])
+    guide = extracted_path.parent / DESCRIPTIONS
+    lists = closed_lists(guide, [product_from_record(r) for r in records])
+    told = text_instructions(guide)
     out = []
     for record in records:
-        own = lists.get(str(record.get("category", "")), {})
-        scores = {a: v for a, v in record.get("target_scores", {}).items() if a in own}
+        category = str(record.get("category", ""))
+        own, said = lists.get(category, {}), told.get(category, {})
+        scores = {a: v for a, v in record.get("target_scores", {}).items() if a in own or a in said}
         if scores:
-            out.append({**record, "target_scores": scores, OPTIONS: own})
+            described = {a: said[a] for a in scores if a in said}
+            out.append({**record, "target_scores": scores, OPTIONS: own, DESCRIPTIONS_KEY: described})
     return Split(NORMALIZED, out, [], None)
 
 
@@ -163,15 +178,15 @@ def load_split(data_dir: Path, splits_dir: Path = SPLITS_DIR, write: bool = True
         # the same dev products with their normalized gold, for evaluate --gold normalized
         ids = {r.get("id") for r in dev}
         write_jsonl(normalized_dev, [r for r in read_jsonl(normalized) if r.get("id") in ids])
-    lists = options_path(normalized_dev)
-    if write and normalized.exists() and (data_dir / DESCRIPTIONS).exists() and not lists.exists():
-        # the closed lists evaluate --gold normalized decodes under, from the training split only
+    guide = data_dir / DESCRIPTIONS
+    lists, told = options_path(normalized_dev), instructions_path(normalized_dev)
+    if write and normalized.exists() and guide.exists() and not (lists.exists() and told.exists()):
+        # the closed lists (from the training split only) and the text instructions evaluate
+        # --gold normalized decodes with
         ids = {r.get("id") for r in train}
         products = [product_from_record(r) for r in read_jsonl(normalized) if r.get("id") in ids]
-        lists.write_text(
-            json.dumps(closed_lists(data_dir / DESCRIPTIONS, products), ensure_ascii=False, indent=1) + "\n",
-            encoding="utf-8",
-        )
+        for target, content in ((lists, closed_lists(guide, products)), (told, text_instructions(guide))):
+            target.write_text(json.dumps(content, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     return Split(data_dir.name, train, dev, dev_path)
 
 

@@ -4,6 +4,7 @@ extracted gold is reported beside it."""
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from extraction.engine import data, normalized_gold
@@ -96,7 +97,13 @@ def test_closed_lists_are_read_from_the_normalization_instructions(tmp_path):
         "-Gray and Metallic \n\nIf the description mentions more than two colors, classify it as 'Other'.\"\n"
         'Office Products,Width,"Convert and standardize the Width measurement to centimeters (cm)."\n'
         'Jewelry,Product Type,"Give the Product Type as EXACTLY ONE of the following:\n- Rings/Bands\n- Earrings"\n'
+        "Jewelry,Brand,Return the Brand in  Uppercase Format\n"
+        "Jewelry,Material,None\n"
     )
+    # an instruction that normalizes as text (not a list, not a number of NUMBERS, not "None")
+    assert normalized_gold.text_instructions(guide) == {
+        "Jewelry": {"Brand": "Return the Brand in Uppercase Format"}
+    }
     assert normalized_gold.instruction_lists(guide) == {
         "Office Products": {
             "Color(s)": ["Black", "Gray and Metallic"]
@@ -125,3 +132,17 @@ def test_evaluate_decodes_a_closed_list_as_an_enumeration_of_its_category(model_
     for line in map(json.loads, preds.read_text().splitlines()):
         for d in ("ar", "hpd"):
             assert line[d]["Product Type"][0] in lists["Office Products"]["Product Type"] + ["n/a"]
+
+
+def test_evaluate_gives_an_attribute_its_text_instruction_as_its_description(tmp_path):
+    from extraction.engine.evaluate.decoder_runs import load_inputs
+
+    train = write_set(tmp_path)
+    told = normalized_gold.instructions_path(tmp_path / "train_normalized.jsonl")
+    told.write_text(json.dumps({"Office Products": {"Brand": "Return the Brand in Uppercase Format"}}))
+    args = argparse.Namespace(data=str(train), gold="normalized", limit=None, options=None)
+    types = load_inputs(args).types
+    assert types.spec("Brand", 8, "Office Products").description == "Return the Brand in Uppercase Format"
+    assert types.spec("Brand", 8, "Jewelry").description == ""  # another category's Brand: none
+    plain = argparse.Namespace(data=str(train), gold="extracted", limit=None, options=None)
+    assert load_inputs(plain).types.spec("Brand", 8, "Office Products").description == ""

@@ -2,7 +2,7 @@
 
 import json
 
-from extraction.engine.splits import NORMALIZED, OPTIONS, load_split, resolve_data_dirs
+from extraction.engine.splits import DESCRIPTIONS_KEY, NORMALIZED, OPTIONS, load_split, resolve_data_dirs
 
 
 def test_the_dev_split_gets_the_normalized_gold_of_its_own_products(tmp_path):
@@ -25,6 +25,7 @@ def test_the_dev_split_gets_the_normalized_gold_of_its_own_products(tmp_path):
 GUIDE = (
     "Category,Attribute,Normalization_instruction\n"
     'Jewelry,Product Type,"Give the Product Type as EXACTLY ONE of the following:\n- Rings/Bands\n- Earrings"\n'
+    "Jewelry,Brand,Return the Brand in Uppercase Format\n"
 )
 
 
@@ -60,11 +61,14 @@ def test_the_closed_lists_written_with_the_split_hold_training_values_only(tmp_p
     assert lists == {"Jewelry": {"Product Type": ["Rings/Bands", "Earrings", "Anklets"]}}  # no dev value
 
 
-def test_the_normalized_file_trains_its_closed_list_attributes_of_training_clusters_only(tmp_path):
+def test_the_normalized_file_trains_its_instructed_attributes_of_training_clusters_only(tmp_path):
     wdc = tmp_path / "wdc-pave"
     wdc.mkdir()
-    write_lines(wdc / "train.jsonl", [ring(i, {"Product Type": "ring", "Brand": "Acme"}) for i in range(20)])
-    normalized = [ring(i, {"Product Type": "Rings/Bands", "Brand": "ACME"}) for i in range(20)]
+    extracted = {"Product Type": "ring", "Brand": "Acme", "Width": "2 in"}
+    write_lines(wdc / "train.jsonl", [ring(i, extracted) for i in range(20)])
+    normalized = [
+        ring(i, {"Product Type": "Rings/Bands", "Brand": "ACME", "Width": "5.1"}) for i in range(20)
+    ]
     write_lines(wdc / "train_normalized.jsonl", normalized)
     (wdc / "attribute_descriptions.csv").write_text(GUIDE)
     named = wdc / "train_normalized.jsonl"
@@ -73,6 +77,10 @@ def test_the_normalized_file_trains_its_closed_list_attributes_of_training_clust
     kept = load_split(wdc, tmp_path / "splits", write=False)
     assert split.name == NORMALIZED and split.dev == []
     assert {r["id"] for r in split.train} == {r["id"] for r in kept.train}  # never a dev cluster
-    for r in split.train:  # the closed list only (ACME is a normalized brand: not trained)
-        assert r["target_scores"] == {"Product Type": {"Rings/Bands": {"pid": [0], "score": 1}}}
+    for r in split.train:  # the closed list and the instructed text; not the number (the rule converts)
+        assert r["target_scores"] == {
+            "Product Type": {"Rings/Bands": {"pid": [0], "score": 1}},
+            "Brand": {"ACME": {"pid": [0], "score": 1}},
+        }
         assert r[OPTIONS] == {"Product Type": ["Rings/Bands", "Earrings"]}
+        assert r[DESCRIPTIONS_KEY] == {"Brand": "Return the Brand in Uppercase Format"}

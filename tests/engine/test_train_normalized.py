@@ -15,6 +15,7 @@ from extraction.engine.train.row_packing import RowConfig, RowSampler
 from tests.support.toy_training import sampled_golds, toy_tokenizer
 
 COLOURS = ["Black", "White", "Assorted/Others"]
+UPPERCASE = "Return the Brand in Uppercase Format"
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,7 @@ def write_wdc(root):
     listed = "\n".join(f"-{c}" for c in COLOURS)
     (wdc / "attribute_descriptions.csv").write_text(
         f'Category,Attribute,Normalization_instruction\nOffice Products,Color(s),"ONLY ONE of the following options:\n{listed}"\n'
+        f"Office Products,Brand,{UPPERCASE}\n"
     )
     return wdc
 
@@ -59,6 +61,21 @@ def test_closed_list_values_stay_in_their_list_and_out_of_the_extractive_share(t
     sampler = RowSampler(corpus, tokenizer, RowConfig(row_tokens=300), always, 0)
     golds = sampled_golds(sampler)
     assert {g["Color(s)"] for g in golds} == {"Black", "Assorted/Others"}  # never swapped or mutated
+    assert {g["Brand"] for g in golds} == {"Acme"}
     # "Assorted/Others" is not in any title: it must not pull the extractive share below its bar
     both = load_corpus([str(wdc), named], tmp_path / "splits")
     assert verbatim_share(both) == verbatim_share(load_corpus([str(wdc)], tmp_path / "splits")) == 1.0
+
+
+def test_an_instructed_attribute_reads_its_instruction_in_the_rows_prompt(tmp_path, tokenizer):
+    wdc = write_wdc(tmp_path)
+    corpus = load_corpus([str(wdc / "train_normalized.jsonl")], tmp_path / "splits")
+    rows = RowSampler(corpus, tokenizer, RowConfig(row_tokens=300), None, 0).epoch_rows()
+    prompts = [tokenizer.decode(row.input_ids) for row in rows]
+    assert all(f"- Brand: {UPPERCASE}" in " ".join(p.split()) for p in prompts)
+    extracted = load_corpus([str(wdc)], tmp_path / "splits")  # the extracted set: a bare name
+    bare = [
+        tokenizer.decode(row.input_ids)
+        for row in RowSampler(extracted, tokenizer, RowConfig(), None, 0).epoch_rows()
+    ]
+    assert all("Uppercase" not in p for p in bare)

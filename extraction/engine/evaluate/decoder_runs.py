@@ -99,6 +99,8 @@ class Types:
     free: set[str] = field(default_factory=set)  # text attributes decoded free (--gold normalized)
     # category -> attribute -> values: enumerations of one category (--gold normalized's closed lists)
     category_enums: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    # category -> attribute -> its description in the prompt (--gold normalized's text instructions)
+    descriptions: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def enum_names(self) -> set[str]:
@@ -111,7 +113,8 @@ class Types:
             return AttributeSpec(name, "", max_tokens, kind=ENUM, allowed_values=tuple(values), na=self.na)
         if name in self.numbers:
             return AttributeSpec(name, "", max_tokens, kind=NUMBER, unit=self.numbers[name])
-        return AttributeSpec(name, "", max_tokens, free=name in self.free)
+        description = self.descriptions.get(category, {}).get(name, "")
+        return AttributeSpec(name, description, max_tokens, free=name in self.free)
 
 
 def attribute_types(args, products: list[ave.Product]) -> Types:
@@ -352,9 +355,11 @@ def load_inputs(args) -> Inputs:
     if normalized:
         inputs.extracted_gold = with_gold(products, ave.load(extracted_path))
         types.numbers = {a: unit for a, (unit, _) in ng.NUMBERS.items()}
-        lists = ng.options_path(normalized_path)
+        lists, told = ng.options_path(normalized_path), ng.instructions_path(normalized_path)
         if lists.is_file():  # written with the WDC-PAVE dev split (splits.load_split)
-            types.category_enums = ng.load_closed_lists(lists)
+            types.category_enums = ng.load_per_category(lists)
             types.source = str(lists)
+        if told.is_file():
+            types.descriptions = ng.load_per_category(told)
         types.free = ng.free_attributes(everything) - types.enum_names
     return inputs

@@ -13,6 +13,7 @@ from extraction.engine.decode import extractive as span
 from extraction.engine.layout import NA, AttributeSpec, doc_text, key_text, prefix_text, value_ids
 from extraction.engine.splits import (
     ABSENT_WHEN_UNTAGGED,
+    DESCRIPTIONS_KEY,
     IMPLICIT,
     OPTIONS,
     SPLITS_DIR,
@@ -45,6 +46,7 @@ class Example:
     source: str = ""
     options: dict[str, list[str]] | None = None  # closed value lists: these attributes are enumerations
     untagged: tuple[str, ...] = ()  # attributes whose "n/a" was inferred (with_absent), not in the gold
+    descriptions: dict[str, str] | None = None  # attribute -> its description in the prompt
 
 
 def record_text(record: dict) -> str:
@@ -63,7 +65,15 @@ def record_gold(record: dict) -> dict[str, str | None]:
 def to_example(record: dict, source: str) -> Example:
     category = str(record.get("category", ""))
     untagged = tuple(record.get(UNTAGGED, ()))
-    return Example(record_text(record), category, record_gold(record), source, record.get(OPTIONS), untagged)
+    return Example(
+        record_text(record),
+        category,
+        record_gold(record),
+        source,
+        record.get(OPTIONS),
+        untagged,
+        record.get(DESCRIPTIONS_KEY),
+    )
 
 
 @dataclass

@@ -30,19 +30,21 @@ from dataclasses import dataclass, field
 import torch
 
 from catalog.kinds import ENUM
+from extraction.domain import DEFAULT_TOKEN_BUDGET
 from extraction.engine.decode import extractive as span
 from extraction.engine.decode.constraints import choice_rule
 from extraction.engine.layout import (
     NA,
     AttributeSpec,
     ar_target,
+    attribute_line,
     build_hpd_layout,
     doc_ids,
     schema_prompt,
     value_ids,
     with_values_listed,
 )
-from extraction.engine.splits import IMPLICIT, OPTIONS
+from extraction.engine.splits import IMPLICIT, NORMALIZED, OPTIONS
 from extraction.engine.train import augment as aug
 from extraction.engine.train.corpus import Corpus, Example, to_example
 
@@ -285,7 +287,13 @@ def restricted(ex: Example, keys: list[str]) -> Example:
     """ex judged on keys only."""
     gold = {a: v for a, v in ex.gold.items() if a in keys}
     return Example(
-        ex.text, ex.category, gold, ex.source, ex.options, tuple(a for a in ex.untagged if a in keys)
+        ex.text,
+        ex.category,
+        gold,
+        ex.source,
+        ex.options,
+        tuple(a for a in ex.untagged if a in keys),
+        ex.descriptions,
     )
 
 
@@ -294,6 +302,17 @@ def _fit_text(tokenizer, text: str, max_tokens: int) -> str:
     while words and len(doc_ids(tokenizer, " ".join(words))) > max_tokens:
         words = words[: max(1, int(len(words) * 0.9))] if len(words) > 1 else []
     return " ".join(words)
+
+
+def prompted_spec(name: str, exs: list[Example], gap: int = DEFAULT_TOKEN_BUDGET) -> AttributeSpec:
+    """name's spec as its prompt line reads in a row of exs: an enumeration where they list its
+    values (the line lists them, as the Extractor writes it), with its description where they give
+    one (WDC-PAVE's normalization instructions)."""
+    values = next((ex.options[name] for ex in exs if ex.options and name in ex.options), None)
+    said = next((ex.descriptions[name] for ex in exs if ex.descriptions and name in ex.descriptions), "")
+    if values:
+        return with_values_listed(AttributeSpec(name, said, gap, kind=ENUM, allowed_values=tuple(values)))
+    return AttributeSpec(name, said, gap)
 
 
 class RowSampler:
@@ -334,7 +353,11 @@ class RowSampler:
                     continue  # a data set drawn less often per epoch (its rows are long)
                 # copy-augmentation swaps a value where the text writes it; an implied value is not
                 # written, and a mutated one would leave its closed list
-                if self.aug_cfg is not None and key[0] != IMPLICIT and not record.get(OPTIONS):
+                if (
+                    self.aug_cfg is not None
+                    and key[0] not in (IMPLICIT, NORMALIZED)
+                    and not record.get(OPTIONS)
+                ):
                     record = aug.augment_record(record, pools, self.rng, self.aug_cfg, phrases)
                 ex = to_example(record, key[0])
                 if len(doc_ids(self.tok, ex.text)) > self.cfg.max_doc_tokens:
@@ -363,12 +386,7 @@ class RowSampler:
         for name in order:
             longest = max((self._ntok(ex.gold[name]) - 1 for ex in exs if ex.gold.get(name)), default=1)
             gap = max(self.cfg.min_gap, longest) + self.rng.randint(0, self.cfg.gap_extra)
-            values = next((ex.options[name] for ex in exs if ex.options and name in ex.options), None)
-            if values:  # an enumeration: its prompt line lists the values, as the Extractor writes it
-                spec = AttributeSpec(name, max_tokens=gap, kind=ENUM, allowed_values=tuple(values))
-                specs.append(with_values_listed(spec))
-            else:
-                specs.append(AttributeSpec(name, max_tokens=gap))
+            specs.append(prompted_spec(name, exs, gap))
         return specs
 
     def _pack(self, names: list[str], exs: list[Example]) -> list[Row]:
@@ -382,7 +400,12 @@ class RowSampler:
             while i < len(exs):
                 is_hpd = self.rng.random() < self.cfg.p_hpd
                 own = self._own_specs(base_specs, exs[i])
-                lines = sum(self._ntok(f"- {s.name}") for s in own if s.name not in listed)
+                # a line as the prompt writes it (an enumeration's values and a description count)
+                lines = sum(
+                    self._ntok(attribute_line(prompted_spec(s.name, exs[i : i + 1])))
+                    for s in own
+                    if s.name not in listed
+                )
                 need = self._length(exs[i], own, is_hpd) + lines
                 if (hpd or ar) and used + need > self.cfg.row_tokens:
                     break
