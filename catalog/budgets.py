@@ -24,7 +24,6 @@ from catalog.schemas import MAX_TOKEN_BUDGET
 MARGIN = 2  # tokens beyond the longest value seen: the terminator and a little room
 LOW = 4
 CHARS_PER_TOKEN = 3  # product text runs about 3 to 4 characters a token; the lower end, to be safe
-COMMITTED_MODEL = Path(settings.BASE_DIR) / "models" / "slotwise-smollm2"
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,8 @@ def in_words(tokens: int) -> str:
 
 def _model_dir() -> Path:
     configured = Path(settings.SLOTWISE_MODEL_DIR)
-    return configured if (configured / "slotwise.json").is_file() else COMMITTED_MODEL
+    # before `make model` has run: the committed artifact it will be assembled from
+    return configured if (configured / "slotwise.json").is_file() else Path(settings.TRAINING_SHIPPED_ADAPTER)
 
 
 @functools.cache

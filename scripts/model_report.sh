@@ -6,7 +6,7 @@
 #   2. each ImplicitAVE domain's val.tsv (200 products taken evenly; its majority floor beside it);
 #   3. WDC-PAVE dev against its normalized gold (HPD).
 #
-#   bash scripts/model_report.sh MODEL OUT          # e.g. models/slotwise-smollm2 .data/report
+#   bash scripts/model_report.sh MODEL OUT          # e.g. models/slotwise-gemma3 .data/report
 #
 # Run it with nothing else heavy on the machine: speeds are read from it. About 80 minutes for the
 # 135M default on 2 CPU threads (AR-JSON takes most of it). The confidence scaling the card stores

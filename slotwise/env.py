@@ -15,6 +15,13 @@ def env_str(name: str, default: str | None = None) -> str:
     return value
 
 
+def env_choice(name: str, choices, default: str) -> str:
+    value = os.environ.get(name) or default
+    if value not in choices:
+        raise ImproperlyConfiguredEnv(f"{name}={value!r} is not one of {', '.join(sorted(choices))}")
+    return value
+
+
 def env_bool(name: str, default: bool = False) -> bool:
     raw = os.environ.get(name)
     if raw is None or raw == "":

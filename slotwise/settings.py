@@ -4,10 +4,10 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from extraction.engine.base_model import ARTIFACT_DIR, MODEL_DIR
+from extraction.engine.base_model import BASES, DEFAULT_BASE
 from extraction.engine.splits import DEFAULT_DATA
 from scripts.local_services.ports import local_database_url, local_redis_url
-from slotwise.env import env_bool, env_float, env_int, env_list, env_str, parse_database_url
+from slotwise.env import env_bool, env_choice, env_float, env_int, env_list, env_str, parse_database_url
 from slotwise.processes import needs_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -158,10 +158,12 @@ REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 30, minimum=1)
 STRANDED_UPLOAD_SWEEP_SECONDS = env_int("STRANDED_UPLOAD_SWEEP_SECONDS", 3600, minimum=1)
 STRANDED_UPLOAD_MAX_AGE_HOURS = env_int("STRANDED_UPLOAD_MAX_AGE_HOURS", 24, minimum=1)
 
-# Extraction: the model directory the GPU workers load (by default the one `make model` assembles
-# from the pretrained base, base_model.MODEL_DIR); the engine is handed it, it never reads the
-# environment itself.
-SLOTWISE_MODEL_DIR = env_str("SLOTWISE_MODEL_DIR", "") or str(MODEL_DIR)
+# Extraction: the pretrained base the product is served on (`make dev BASE=...` sets it; the
+# default is Gemma 3 270M, smollm2-135m the Apache-2.0 choice) and the model directory the GPU
+# workers load (by default the one `make model` assembles from that base and its committed
+# artifact); the engine is handed it, it never reads the environment itself.
+SLOTWISE_BASE = env_choice("SLOTWISE_BASE", BASES, DEFAULT_BASE)
+SLOTWISE_MODEL_DIR = env_str("SLOTWISE_MODEL_DIR", "") or str(BASES[SLOTWISE_BASE].model_dir)
 # The small from-scratch model, offered in the run form as the fast choice.
 FAST_MODEL_DIR = str(BASE_DIR / "models" / "slotwise-ave")
 # More model directories offered when starting a run (the workers must see the same paths).
@@ -174,6 +176,11 @@ SLOTWISE_DEVICE = env_str("SLOTWISE_DEVICE", "cpu")
 EXTRACTION_LEASE_SECONDS = env_int("EXTRACTION_LEASE_SECONDS", 30, minimum=3)
 # Products per leased batch: the engine stacks them into HPD prompts (or AR batch rows) as it chooses.
 EXTRACTION_BATCH_SIZE = env_int("EXTRACTION_BATCH_SIZE", 16, minimum=1)
+# The most prompt positions one product may take in a worker, below the model's own limit: attention
+# over a product's prompt grows with its square, so a description of 30,000 tokens (under Gemma 3's
+# 32,768 positions) would exhaust a worker's memory and kill it; such a product fails alone with
+# "shorten its description" instead.
+EXTRACTION_MAX_PROMPT_POSITIONS = env_int("EXTRACTION_MAX_PROMPT_POSITIONS", 8192, minimum=256)
 # A product whose batch was lost this many times (its worker died each time) is marked failed.
 EXTRACTION_MAX_ATTEMPTS = env_int("EXTRACTION_MAX_ATTEMPTS", 3, minimum=1)
 # One task works this long, then sends itself again: a warm shutdown waits one slice, not a run.
@@ -211,7 +218,7 @@ TRAINING_MAX_ATTEMPTS = env_int("TRAINING_MAX_ATTEMPTS", 3, minimum=1)
 TRAINING_AUTO_PROMOTE = env_bool("TRAINING_AUTO_PROMOTE", default=False)
 # The adapter a job trains from when the catalog's version is the shipped default (the committed
 # artifact `make model` assembled SLOTWISE_MODEL_DIR from), and where workers keep stored versions.
-TRAINING_SHIPPED_ADAPTER = env_str("TRAINING_SHIPPED_ADAPTER", str(ARTIFACT_DIR))
+TRAINING_SHIPPED_ADAPTER = env_str("TRAINING_SHIPPED_ADAPTER", "") or str(BASES[SLOTWISE_BASE].artifact_dir)
 MODEL_CACHE_DIR = env_str("MODEL_CACHE_DIR", str(BASE_DIR / ".data" / "model-cache"))
 
 # Review: rows per queue page; bulk actions change values in chunks of REVIEW_BULK_CHUNK per

@@ -3,7 +3,7 @@
 Importing this module imports neither Django nor torch (torch is loaded by Extractor()), so the web
 process may use the dataclasses; workers construct an Extractor once per process.
 
-    ex = Extractor()                                   # bundled model, or a random stand-in
+    ex = Extractor()                                   # the default model (`make model`)
     results, stats = ex.extract([Document("sku1", "Diesel Men's Sneaker")],
                                 [AttributeSpec("Brand"), AttributeSpec("Color", "main colour", 6)])
     results[0]["Brand"].text, .confidence, .steps, .truncated
@@ -153,17 +153,35 @@ def standin_texts() -> list[str]:
     return texts
 
 
-def load_model(path: pathlib.Path, named: bool, device: str, dtype, attn: str, quantize: str | None):
-    """The model directory at path (a full model or an adapter on its base), else, when no
-    directory was named, the random stand-in -> modeling.Loaded (int8-quantized when asked)."""
+class ModelMissing(FileNotFoundError):
+    """No model directory where one was expected: never silently replaced by random weights."""
+
+
+def load_model(
+    path: pathlib.Path,
+    named: bool,
+    device: str,
+    dtype,
+    attn: str,
+    quantize: str | None,
+    standin: bool = False,
+):
+    """The model directory at path (a full model or an adapter on its base) -> modeling.Loaded
+    (int8-quantized when asked). standin: the random stand-in instead, asked for explicitly (a speed
+    figure before any model is made); a missing default model is an error, so that no command
+    measures random weights unless asked."""
     from extraction.engine import modeling
 
-    if (path / "config.json").is_file() or is_adapter(path):
+    if standin:
+        loaded = modeling.random_standin(standin_texts(), device, dtype, attn)
+    elif (path / "config.json").is_file() or is_adapter(path):
         loaded = modeling.load_dir(path, device, dtype, attn)
     elif named:
-        raise FileNotFoundError(f"no model at {path} (config.json or adapter_config.json missing)")
+        raise ModelMissing(f"no model at {path} (config.json or adapter_config.json missing)")
     else:
-        loaded = modeling.random_standin(standin_texts(), device, dtype, attn)
+        raise ModelMissing(
+            f"the default model is not made yet ({path}): run `make model`, or name a model directory"
+        )
     if quantize is not None:
         modeling.quantize(loaded.model, quantize)
     return loaded
@@ -182,6 +200,7 @@ class Extractor:
         calibrate: bool = True,
         quantize: str | None = None,
         typed: bool = True,
+        random_standin: bool = False,
     ):
         """extractive: every value is a substring of its document or "n/a" (hpd, fork and ar; pld
         stays unconstrained). None: as the model directory's slotwise.json says ("extractive"),
@@ -192,7 +211,9 @@ class Extractor:
         has it natively: modeling.cpu_dtype), else float32. typed: the attribute types constrain the
         values (AttributeSpec.kind: an enumeration decodes one of its values, a boolean yes / no, a
         number a number with a unit, in hpd, fork and ar; pld's values that break them read "n/a");
-        False: every attribute is text (the negative control)."""
+        False: every attribute is text (the negative control). random_standin: a random Llama of the
+        default's size instead of any directory (speed only; its outputs are noise); without it a
+        missing model raises ModelMissing."""
         from extraction.engine import modeling
 
         self.device = device
@@ -203,7 +224,9 @@ class Extractor:
             # a model may ask for bfloat16 on the CPU where that was measured faster at equal F1
             dtype = modeling.cpu_dtype(settings_file.get("cpu_dtype"))
         self.torch_dtype = modeling.default_dtype(device, dtype)
-        loaded = load_model(path, model_dir is not None, device, self.torch_dtype, attn, quantize)
+        loaded = load_model(
+            path, model_dir is not None, device, self.torch_dtype, attn, quantize, random_standin
+        )
         self.model, self.tokenizer = loaded.model, loaded.tokenizer
         # what it says of decoding: extractive or not, the boundary rules
         stored = settings_file if not loaded.random_standin else {}

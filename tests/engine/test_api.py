@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from extraction.engine import modeling
+from extraction.engine import api, modeling
 from extraction.engine.api import (
     AttributeSpec,
     BatchStats,
@@ -87,8 +87,31 @@ def test_default_model_dir_is_the_made_model_whatever_the_environment(monkeypatc
     assert default_model_dir().parts[-3:] == (
         ".data",
         "models",
-        "slotwise-smollm2",
+        "slotwise-gemma3",
     )  # what `make model` makes
+
+
+def test_a_missing_default_model_is_an_error_and_the_random_standin_must_be_asked_for(
+    monkeypatch, tmp_path, capsys
+):
+    """Issue 45: no command measures random weights unless asked (a benchmark script reads only the
+    figures): evaluate without --model and without the made default stops with what to run."""
+    monkeypatch.setattr(api, "MODEL_DIR", tmp_path / "not-made")
+    data = tmp_path / "d.jsonl"
+    data.write_text(
+        json.dumps({"input": TEXTS[0], "category": "S", "target_scores": {"Brand": {"Diesel": 1}}})
+    )
+    out = tmp_path / "out.json"
+    assert main(["evaluate", "--data", str(data), "--decoders", "hpd", "--json", str(out)]) == 2
+    assert "run `make model`" in capsys.readouterr().err and not out.exists()
+    with pytest.raises(api.ModelMissing, match="make model"):
+        Extractor()
+    assert (
+        main(["evaluate", "--data", str(data), "--decoders", "hpd", "--random-standin", "--json", str(out)])
+        == 0
+    )
+    assert "RANDOM STAND-IN" in capsys.readouterr().out
+    assert json.loads(out.read_text())["random_standin"] is True
 
 
 def test_evaluate_cli_writes_the_json_layout(model_dir, tmp_path, capsys):

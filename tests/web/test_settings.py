@@ -100,10 +100,18 @@ def test_it_reads_the_model_directory_and_the_run_settings_from_the_environment(
         "print(s.SLOTWISE_MODEL_DIR, s.EXTRACTION_LEASE_SECONDS, ','.join(s.EXTRACTION_MODEL_DIRS) or '-')"
     )
     model_dir, lease, others = manage("shell", "-v0", "-c", show, **PRODUCTION_ENV).stdout.split()
-    assert Path(model_dir).parts[-3:] == (".data", "models", "slotwise-smollm2") and (lease, others) == (
+    assert Path(model_dir).parts[-3:] == (".data", "models", "slotwise-gemma3") and (lease, others) == (
         "30",
         "-",
     )
+    # the Apache-2.0 base, one variable away (`make dev BASE=smollm2-135m` sets it): its model, and
+    # the adapter training jobs start from
+    smollm2 = "from django.conf import settings as s; print(s.SLOTWISE_MODEL_DIR, s.TRAINING_SHIPPED_ADAPTER)"
+    served, adapter = manage(
+        "shell", "-v0", "-c", smollm2, **PRODUCTION_ENV, SLOTWISE_BASE="smollm2-135m"
+    ).stdout.split()
+    assert Path(served).parts[-3:] == (".data", "models", "slotwise-smollm2")
+    assert Path(adapter).parts[-2:] == ("models", "slotwise-smollm2")
     custom = {
         **PRODUCTION_ENV,
         "SLOTWISE_MODEL_DIR": str(tmp_path),
@@ -129,6 +137,7 @@ def test_it_reads_the_model_directory_and_the_run_settings_from_the_environment(
         ("EXTRACTION_LEASE_SECONDS", "2", "EXTRACTION_LEASE_SECONDS='2' must be at least 3"),
         ("DATABASE_URL", "mysql://u@h/db", "DATABASE_URL scheme 'mysql' is not PostgreSQL"),
         ("DATABASE_URL", "postgres://u@h:5432/", "DATABASE_URL has no database name"),
+        ("SLOTWISE_BASE", "llama", "SLOTWISE_BASE='llama' is not one of gemma3-270m, smollm2-135m"),
     ],
 )
 def test_it_names_the_variable_with_a_bad_value(name, value, message):

@@ -152,7 +152,7 @@ def test_a_worker_without_a_model_never_decodes_with_random_weights_and_the_run_
     """Issue 32: the engine's random stand-in is for its own tests and CLI; a worker whose
     SLOTWISE_MODEL_DIR holds no model (`make model` never ran there) refuses the default model's run,
     which fails with that error on its page, writing nothing and removing nothing."""
-    not_made = tmp_path / "slotwise-smollm2"  # `make model` would assemble the default model here
+    not_made = tmp_path / "slotwise-gemma3"  # `make model` would assemble the default model here
     catalog = make_catalog(shoes=3, coffee=0)
     products = set(catalog.products.values_list("id", flat=True))
     run = do_start_run(RunRequest(decoder="hpd", catalog=catalog, batch_size=3))[0]

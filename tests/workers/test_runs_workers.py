@@ -153,20 +153,35 @@ def test_a_worker_killed_mid_batch_loses_nothing(workers):
     assert_exactly_once(run)
 
 
-def test_a_product_the_engine_cannot_decode_fails_alone(workers):
+def long_description(chunks: int) -> str:
+    """At least 4 tokens a chunk for any of the shipped tokenizers."""
+    return " ".join(f"word{i} suede leather sole" for i in range(chunks))
+
+
+@pytest.mark.parametrize(
+    "worker_cap, chunks, refusal",
+    [
+        # Under the model's positions but over what a worker decodes: without the cap, attention
+        # over ~30,000 positions took all of the worker's memory and killed it, 3 times, for all 4.
+        ("2048", lambda: 1000, lambda: "a worker decodes at most 2048 (EXTRACTION_MAX_PROMPT_POSITIONS)"),
+        # Over the model's own positions, whatever the cap.
+        ("1000000", model_positions, lambda: f"has {model_positions()}"),
+    ],
+    ids=["over-the-worker-cap", "over-the-model-positions"],
+)
+def test_a_product_the_engine_cannot_decode_fails_alone(workers, worker_cap, chunks, refusal):
     catalog = make_catalog(shoes=4, coffee=0)
-    # About 3 characters per token: this description needs far more than the model's positions.
     huge = Product.objects.get(sku="SH-0002")
-    huge.description = " ".join(f"word{i} suede leather sole" for i in range(4000))
+    huge.description = long_description(chunks())
     huge.save()
-    workers("w1")
+    workers("w1", EXTRACTION_MAX_PROMPT_POSITIONS=worker_cap)
     run = start_run(catalog, batch_size=4, stack=4)
     run = wait_until(lambda: finished(run), timeout=RUN_TIMEOUT, what="the run to finish")
     assert run.status == Run.Status.DONE and (run.done, run.failed) == (3, 1)
     failed = WorkItem.objects.get(run=run, status=WorkItem.Status.FAILED)
-    assert failed.product == huge
+    assert failed.product == huge and failed.attempts == 1  # refused, not a worker lost
     assert "DocumentTooLong" in failed.error and "SH-0002" in failed.error
-    assert f"has {model_positions()}" in failed.error  # the limit of the model the workers loaded
+    assert refusal() in failed.error, failed.error
     assert not ExtractedValue.objects.filter(run=run, product=huge).exists()
     assert_exactly_once(run)
 

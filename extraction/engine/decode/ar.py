@@ -52,6 +52,33 @@ class ForwardCounter:
         self._handle.remove()
 
 
+class ChosenLogprobs(LogitsProcessor):
+    """The log-probability of the token greedy decoding picks at every generated position (the
+    argmax of the scores as the processors before this one, the last, leave them), kept as one
+    number per row and position. generate's own output_scores / output_logits would keep a
+    [rows, vocabulary] tensor per step to read that one number from: with Gemma 3's 262,144-row
+    vocabulary 1 MB per row and step, some 20 GB for 64 rows of 150 steps, enough to kill a worker.
+    Keyed by position, so the candidate positions of prompt lookup, scored again after a rejection,
+    keep the scores of the tokens accepted there."""
+
+    def __init__(self, prompt_len: int):
+        self.prompt_len = prompt_len
+        self.at: dict[int, torch.Tensor] = {}  # generated position -> [B] log-probability
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        s = scores.float()
+        self.at[input_ids.shape[1] - self.prompt_len] = s.max(-1).values - s.logsumexp(-1)
+        return scores
+
+    def table(self, rows: int, steps: int) -> torch.Tensor:
+        """[rows, steps] log-probabilities (0 where a position was never scored)."""
+        out = torch.zeros(rows, steps)
+        for t, lp in self.at.items():
+            if t < steps:
+                out[:, t] = lp.cpu()
+        return out
+
+
 def scaffold(schema: SchemaPrompt) -> tuple[list[list[int]], list[int]]:
     """The fixed part of layout.ar_target -> (parts, ends): the output is parts[0] value_0 ends[0]
     parts[1] value_1 ends[1] .. parts[N] (parts[N]: '"}' and eos). With the terminator in AR
@@ -296,22 +323,21 @@ def value_confidences(
     return out
 
 
-def read_outputs(tokenizer, schema: SchemaPrompt, res, prompt_len: int, proc) -> list[AROutput]:
-    """One generate call's outputs -> AROutput per row: read from the token ids under the constraint
-    (proc: its ExtractiveProcessor), else parsed from the text."""
+def read_outputs(
+    tokenizer, schema: SchemaPrompt, sequences: torch.Tensor, chosen: ChosenLogprobs, proc
+) -> list[AROutput]:
+    """One generate call's sequences [B, prompt + T] -> AROutput per row: read from the token ids
+    under the constraint (proc: its ExtractiveProcessor), else parsed from the text. Log-probabilities
+    from chosen (under the constraint: renormalized over the allowed tokens, as in HPD)."""
     names = [a.name for a in schema.attributes]
-    new = res.sequences[:, prompt_len:]  # [B, T]
-    raw = res.scores if proc is not None else res.logits  # constrained scores when extractive
-    lp = torch.stack(raw, 1).float().log_softmax(-1) if raw else None  # [B, T, V]
+    new = sequences[:, chosen.prompt_len :]  # [B, T]
+    lp = chosen.table(*new.shape)
     outs = []
     for b in range(new.shape[0]):
         toks = new[b].tolist()
         if schema.ar_eos in toks:
             toks = toks[: toks.index(schema.ar_eos)]
-        if lp is not None and lp.shape[1] >= len(toks):
-            lps = lp[b, torch.arange(len(toks)), new[b, : len(toks)]].tolist()
-        else:  # assisted decoding may not return one logit row per token
-            lps = [0.0] * len(toks)
+        lps = lp[b, : len(toks)].tolist()
         text = tokenizer.decode(toks, skip_special_tokens=True)
         if proc is not None:
             table = span.TokenTable.from_tokenizer(tokenizer)
@@ -360,22 +386,19 @@ def generate_json(
             if prefix_cache is not None:
                 budget = ids.shape[1] + max_new_tokens(schema, spans is not None)
                 kw["cache"] = prefix_rows(prefix_cache, ids.shape[0], budget)
-            proc = None
-            if spans is not None:
-                proc = ExtractiveProcessor(schema, spans[i : i + batch], ids.shape[1])
-                kw.update(logits_processor=LogitsProcessorList([proc]), output_scores=True)
-            res = model.generate(
+            proc = None if spans is None else ExtractiveProcessor(schema, spans[i : i + batch], ids.shape[1])
+            chosen = ChosenLogprobs(ids.shape[1])  # last: it sees the scores greedy picks from
+            sequences = model.generate(
                 input_ids=ids,
                 attention_mask=mask,
                 max_new_tokens=max_new_tokens(schema, spans is not None),
                 do_sample=False,
                 eos_token_id=schema.ar_eos,
                 pad_token_id=pad_id,
-                return_dict_in_generate=True,
-                output_logits=True,
+                logits_processor=LogitsProcessorList([p for p in (proc, chosen) if p is not None]),
                 **kw,
             )
-            outs += read_outputs(tokenizer, schema, res, ids.shape[1], proc)
+            outs += read_outputs(tokenizer, schema, sequences, chosen, proc)
     finally:
         counter.close()
     return outs, counter.count

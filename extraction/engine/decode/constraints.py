@@ -48,7 +48,7 @@ from extraction.engine.layout import FREE, NA, WORD, SchemaPrompt, Tokenizer, va
 from extraction.normalize import (
     BOOLEAN_VALUES as BOOLEAN_VALUES,  # a boolean slot's values, as normalize writes them
 )
-from extraction.normalize import known_units, normalize_number
+from extraction.normalize import DECIMAL, NUMBER_TEXT, known_units, normalize_number
 
 # ---------------------------------------------------------------------------------- text: spans
 
@@ -165,9 +165,8 @@ def choice_rule(tokenizer: Tokenizer, values, na_ids: list[int] | None) -> Choic
 LEAD, INT, SEP, FRAC, GAP, UNIT, DASH, INT_GAP, NUM, SLASH, DEN = range(11)
 _DIGITS = frozenset(b"0123456789")
 _SEPARATORS = frozenset(b".,")
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-_NUMBER_TEXT = r"(?:\d+(?:[.,]\d+)?|(?:\d+[- ])?\d+/\d+)"
-_SECOND_NUMBER = re.compile(r"^(\d+)[- ]\d+(?=\s|$|[^\d/])")  # "10-20 cm" -> "10" + " cm"
+_NUMBER = re.compile(DECIMAL)
+_SECOND_NUMBER = re.compile(r"^([0-9]+)[- ][0-9]+(?=\s|$|[^0-9/])")  # "10-20 cm" -> "10" + " cm"
 
 
 def _lower(byte: int) -> int:
@@ -190,7 +189,7 @@ class NumberRule:
         self.na = list(na) if na is not None else []
         self._tokens: dict[tuple, list[int]] = {}
         units_re = "|".join(re.escape(u.decode()) for u in self.units)
-        self.pattern = re.compile(rf"^{_NUMBER_TEXT}(?: ?(?:{units_re}))?$", re.IGNORECASE)
+        self.pattern = re.compile(rf"^{NUMBER_TEXT}(?: ?(?:{units_re}))?$", re.IGNORECASE)
 
     def step(self, state: tuple | None, byte: int) -> tuple | None:
         """One byte on from state (None: dead)."""

@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 
 from extraction.engine import data as ave
-from extraction.engine.api import Extractor, default_model_dir
+from extraction.engine.api import Extractor, ModelMissing, default_model_dir
 from extraction.engine.budgets import model_budgets
 from extraction.engine.evaluate.calibration_fit import calibration_inputs, write_calibration
 from extraction.engine.evaluate.decoder_runs import (
@@ -179,6 +179,7 @@ def build_extractor(args) -> Extractor:
         calibrate=False,  # raw confidences: what the ECE and the fit are about
         quantize=getattr(args, "quantize", None),
         typed=getattr(args, "typed", True),
+        random_standin=getattr(args, "random_standin", False),
     )
 
 
@@ -208,11 +209,14 @@ def run_evaluate(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    if args.random_standin and args.model:
+        sys.stderr.write("--random-standin replaces the model: name --model or ask for it, not both\n")
+        return 2
     try:
         inputs = load_inputs(args)
         ex = build_extractor(args)
         fit, earlier = calibration_inputs(args, ex)
-    except UsageError as exc:
+    except (UsageError, ModelMissing) as exc:
         sys.stderr.write(f"{exc}\n")
         return 2
     write_header(args, ex, inputs)

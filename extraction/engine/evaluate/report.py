@@ -189,7 +189,7 @@ def write_header(args, ex, inputs) -> None:
     """The model, the data, and the decoding modes in force."""
     model_text = f"{ex.model_name} ({ex.model_revision})"
     if ex.random_standin:
-        model_text += " RANDOM STAND-IN: bundled model not found, outputs are noise, speed only"
+        model_text += " RANDOM STAND-IN (--random-standin): outputs are noise, speed only"
     write(f"model: {model_text}")
     products, types = inputs.products, inputs.types
     write(f"data: {args.data}  products: {len(products)}  categories: {len(ave.by_category(products))}")

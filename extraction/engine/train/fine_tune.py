@@ -1,7 +1,7 @@
 """Fine-tune an adapter on a catalog's reviewed gold, mixed with public data so it does not forget.
 
 What the product's training job runs (runner/training/job.py), with the engine's own trainer and
-the recipe of the shipped model's last stage (models/slotwise-smollm2/training.json: the adapter
+the recipe of the shipped model's last stage (models/slotwise-gemma3/training.json: the adapter
 trained further, HPD and AR-JSON rows, copy augmentation, the extractive loss, peak lr 3e-4), for a
 bounded time instead of a step count. Pure engine: it is handed its records, folders and settings.
 
