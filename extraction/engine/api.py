@@ -188,7 +188,21 @@ def load_model(
 
 
 class Extractor:
-    """A causal LM loaded once; extract() runs HPD (default) or a baseline over documents of one schema."""
+    """A causal LM loaded once; extract() runs HPD (default) or a baseline over documents of one schema.
+
+    model_dir: a model directory (None: the default `make model` makes; ModelMissing when absent).
+    extractive: every value is a substring of its document or "n/a" (hpd, fork and ar; pld stays
+    unconstrained). None: as the model directory's slotwise.json says ("extractive"), else off (plain
+    greedy decoding). calibrate: map confidences with slotwise.json's "calibration" scalings (False:
+    raw confidences, what evaluate measures and fits). quantize: "int8" for dynamic int8 quantization
+    of the linear layers (CPU only). dtype None: bfloat16 on cuda; on the CPU the model's
+    slotwise.json "cpu_dtype" (bfloat16 only where the CPU has it natively: modeling.cpu_dtype), else
+    float32. typed: the attribute types constrain the values (AttributeSpec.kind: an enumeration
+    decodes one of its values, a boolean yes / no, a number a number with a unit, in hpd, fork and ar;
+    pld's values that break them read "n/a"); False: every attribute is text (the negative control).
+    random_standin: a random Llama of the default's size instead of any directory (speed only, its
+    outputs are noise): asked for explicitly, never a silent fallback.
+    """
 
     def __init__(
         self,
@@ -202,18 +216,6 @@ class Extractor:
         typed: bool = True,
         random_standin: bool = False,
     ):
-        """extractive: every value is a substring of its document or "n/a" (hpd, fork and ar; pld
-        stays unconstrained). None: as the model directory's slotwise.json says ("extractive"),
-        else off (plain greedy decoding). calibrate: map confidences with slotwise.json's
-        "calibration" scalings (False: raw confidences, what evaluate measures and fits).
-        quantize: "int8" for dynamic int8 quantization of the linear layers (CPU only). dtype None:
-        bfloat16 on cuda; on the CPU the model's slotwise.json "cpu_dtype" (bfloat16 only where the CPU
-        has it natively: modeling.cpu_dtype), else float32. typed: the attribute types constrain the
-        values (AttributeSpec.kind: an enumeration decodes one of its values, a boolean yes / no, a
-        number a number with a unit, in hpd, fork and ar; pld's values that break them read "n/a");
-        False: every attribute is text (the negative control). random_standin: a random Llama of the
-        default's size instead of any directory (speed only; its outputs are noise); without it a
-        missing model raises ModelMissing."""
         from extraction.engine import modeling
 
         self.device = device
