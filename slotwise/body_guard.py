@@ -25,6 +25,7 @@ from django.shortcuts import render
 from django.urls import Resolver404, resolve
 
 from accounts.roles import has_role
+from slotwise.refusals import refused
 
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 # The sign-in form, a review action, a mapping of a thousand columns: all far below this.
@@ -88,7 +89,5 @@ class RefuseUnwantedBodiesMiddleware:
             return render(request, "400.html", {"message": message}, status=413)
         roles = getattr(view, "allowed_roles", None)
         if roles and not has_role(request.user, *roles):
-            return render(
-                request, "403.html", {"exception": f"this page is for: {', '.join(roles)}"}, status=403
-            )
+            return refused(request, f"this page is for: {', '.join(roles)}")
         return None

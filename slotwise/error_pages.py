@@ -2,8 +2,9 @@
 
 With DEBUG on, Django answers a 404 with its technical page, which lists every URL pattern of the
 site, and a server error with a traceback page. This middleware renders templates/404.html and
-500.html instead (403.html needs nothing: Django uses it whatever DEBUG says). The traceback still
-reaches the console: the error is logged as Django's own handler would.
+500.html instead. The traceback still reaches the console: the error is logged as Django's own
+handler would. A refusal (PermissionDenied) gets the 403 page and one log line, DEBUG or not
+(slotwise/refusals.py).
 """
 
 import logging
@@ -14,9 +15,11 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.defaults import page_not_found, server_error
 
+from slotwise.refusals import refused
+
 log = logging.getLogger("django.request")
-# Exceptions Django turns into a 403 or 400 page of the product's templates whatever DEBUG says.
-DJANGOS_OWN_ANSWERS = (PermissionDenied, BadRequest, SuspiciousOperation)
+# Exceptions Django turns into a 400 page of the product's templates whatever DEBUG says.
+DJANGOS_OWN_ANSWERS = (BadRequest, SuspiciousOperation)
 
 
 class ProductErrorPagesMiddleware:
@@ -31,9 +34,12 @@ class ProductErrorPagesMiddleware:
         return response
 
     def process_exception(self, request, exception):
-        """A view raised: Http404 gets the product's 404 page, a server error its 500 page."""
+        """A view raised: a refusal gets the 403 page and one log line, whatever DEBUG says; under
+        DEBUG, Http404 gets the product's 404 page, a server error its 500 page."""
+        if isinstance(exception, PermissionDenied):
+            return refused(request, str(exception))
         if not settings.DEBUG or isinstance(exception, DJANGOS_OWN_ANSWERS):
-            return None  # production's handlers, or a 403 / 400 Django renders with its template
+            return None  # production's handlers, or a 400 Django renders with its template
         if isinstance(exception, Http404):
             return page_not_found(request, exception)
         log.error("Internal Server Error: %s", request.path, exc_info=exception)

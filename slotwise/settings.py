@@ -7,8 +7,17 @@ from pathlib import Path
 from extraction.engine.base_model import BASES, DEFAULT_BASE
 from extraction.engine.splits import DEFAULT_DATA
 from scripts.local_services.ports import local_database_url, local_redis_url
-from slotwise.env import env_bool, env_choice, env_float, env_int, env_list, env_str, parse_database_url
-from slotwise.processes import needs_secret_key
+from slotwise.env import (
+    ImproperlyConfiguredEnv,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+    parse_database_url,
+)
+from slotwise.processes import needs_secret_key, refuse_a_weak_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -18,6 +27,9 @@ _INSECURE_DEV_KEY = "dev-only-insecure-key-change-me-in-production-0123456789abc
 # migrate ...) run without it, with an empty key that Django refuses to sign anything with.
 _SECRET_KEY_DEFAULT = _INSECURE_DEV_KEY if DEBUG else (None if needs_secret_key(sys.argv) else "")
 SECRET_KEY = env_str("SECRET_KEY", _SECRET_KEY_DEFAULT)
+# Django's deploy check only warns about a weak key; a server or worker in production refuses it.
+if not DEBUG and needs_secret_key(sys.argv):
+    refuse_a_weak_secret_key(SECRET_KEY)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
@@ -248,7 +260,17 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
 )
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_PROXY") else None
+BEHIND_PROXY = env_bool("BEHIND_PROXY")
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_PROXY else None
+# How many proxies stand in front of the web server, each appending to X-Forwarded-For the address
+# it received the request from: the client's address is the entry this many places from the right
+# (slotwise/client_address.py). Without a proxy the socket's address is the client's.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 1, minimum=1) if BEHIND_PROXY else 0
+if not BEHIND_PROXY and env_str("TRUSTED_PROXY_COUNT", ""):
+    # Silently ignored, it would leave every client at the proxy's one address, sharing its locks.
+    raise ImproperlyConfiguredEnv(
+        "TRUSTED_PROXY_COUNT is set but BEHIND_PROXY is off: set BEHIND_PROXY=1 too"
+    )
 
 # Sign-in throttling (django-axes, attempts kept in PostgreSQL). Failures count per username and
 # address together, so someone guessing alice's password locks out that pair only, never alice
@@ -263,12 +285,11 @@ AXES_RESET_ON_SUCCESS = True
 # price: a guesser gets LOGIN_FAILURE_LIMIT tries per cool-off instead of fewer.
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "accounts.lockout.locked_out"
-# The client's address: the socket's, or behind a proxy the one it appends to X-Forwarded-For
-# (without this every user would share the proxy's address and its lock).
-AXES_IPWARE_PROXY_COUNT = 1 if env_bool("BEHIND_PROXY") else None
-AXES_IPWARE_META_PRECEDENCE_ORDER = (
-    ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if env_bool("BEHIND_PROXY") else ("REMOTE_ADDR",)
-)
+# The client's address: the socket's, or behind proxies the one the outermost appended to
+# X-Forwarded-For (without it every user would share the proxy's address and its lock).
+AXES_CLIENT_IP_CALLABLE = "slotwise.client_address.client_address"
+# The name a failure is recorded under, cut to the length its column stores.
+AXES_USERNAME_CALLABLE = "accounts.lockout.throttled_username"
 
 LOGGING = {
     "version": 1,

@@ -115,3 +115,24 @@ def test_failures_during_the_lock_do_not_extend_it(client, bob, password):
     response = sign_in(client, password)
     assert response.status_code == 302 and response["Location"] == reverse("home")
     assert signed_in_as(client) == "bob"
+
+
+ADMIN_WRONG_PASSWORD_LINE = "Please enter the correct username and password for a staff account."
+
+
+@pytest.mark.parametrize(
+    ("url", "wrong_password_line"),
+    [("login", WRONG_PASSWORD_LINE), ("admin:login", ADMIN_WRONG_PASSWORD_LINE)],
+)
+@pytest.mark.django_db
+def test_a_user_name_too_long_to_store_is_a_counted_failed_sign_in(client, url, wrong_password_line):
+    """Issue 51: a name of 256 characters or more answered 500 to anyone: its failure record did not
+    fit the throttle's column."""
+    long_name = "x" * 300
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        response = client.post(reverse(url), {"username": long_name, "password": WRONG})
+        assert response.status_code == 200
+        assert wrong_password_line in response.content.decode()
+    assert client.post(reverse(url), {"username": long_name, "password": WRONG}).status_code == 429
+    attempt = AccessAttempt.objects.get()
+    assert attempt.username == long_name[:255] and attempt.failures_since_start == settings.AXES_FAILURE_LIMIT

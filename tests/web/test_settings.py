@@ -87,6 +87,65 @@ def test_servers_and_workers_still_refuse_to_start_without_a_secret_key():
     assert not needs_secret_key(["/usr/local/bin/django-admin", "migrate"])
 
 
+@pytest.mark.parametrize(
+    ("key", "weakness"),
+    [
+        ("compose-config-check-key", "it has 24 characters, fewer than 50"),
+        ("ab" * 30, "it has 2 different characters, fewer than 5"),
+        ("django-insecure-" + "q7#v" * 10, "it starts with 'django-insecure-'"),
+    ],
+)
+def test_servers_refuse_a_weak_secret_key_with_debug_off(key, weakness):
+    """Issue 51: a weak key was only a warning of `check --deploy`, which nothing ran at start-up."""
+    env = {**PRODUCTION_ENV, "SECRET_KEY": key}
+    result = manage("runserver", "127.0.0.1:18734", "--noreload", **env)
+    assert result.returncode != 0
+    assert f"SECRET_KEY is too weak to serve with DEBUG off: {weakness}" in result.stderr
+    assert (
+        "Make a strong one with: python -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        in result.stderr
+    )
+
+
+def test_gunicorn_and_celery_refuse_a_weak_secret_key_and_commands_that_sign_nothing_run():
+    base = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+    env = {**base, **PRODUCTION_ENV, "SECRET_KEY": "too-short"}
+    for command in (["-c", "import slotwise.wsgi"], ["-m", "celery", "-A", "workers", "report"]):
+        result = subprocess.run(
+            [sys.executable, *command],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode != 0 and "SECRET_KEY is too weak to serve" in result.stderr, command
+    # the Dockerfile's collectstatic runs with a key that signs nothing
+    result = manage(
+        "shell", "-v0", "-c", "print('ran')", **{**PRODUCTION_ENV, "SECRET_KEY": "collectstatic-only"}
+    )
+    assert result.stdout.split() == ["ran"], result.stderr
+
+
+def test_make_dev_serves_with_its_own_key_under_debug():
+    env = {k: v for k, v in PRODUCTION_ENV.items() if k != "SECRET_KEY"}
+    result = manage("check", **{**env, "DEBUG": "1"})
+    assert result.returncode == 0, result.stderr
+
+
+def test_it_reads_how_many_proxies_to_trust_from_the_environment():
+    show = "from django.conf import settings as s; print(s.TRUSTED_PROXY_COUNT)"
+    assert manage("shell", "-v0", "-c", show, **PRODUCTION_ENV).stdout.split() == ["0"]
+    behind = {**PRODUCTION_ENV, "BEHIND_PROXY": "1"}
+    assert manage("shell", "-v0", "-c", show, **behind).stdout.split() == ["1"]
+    assert manage("shell", "-v0", "-c", show, **behind, TRUSTED_PROXY_COUNT="2").stdout.split() == ["2"]
+    assert (
+        "TRUSTED_PROXY_COUNT='0' must be at least 1"
+        in manage("check", **behind, TRUSTED_PROXY_COUNT="0").stderr
+    )
+
+
 def test_it_reads_the_sign_in_limits_from_the_environment():
     show = "from django.conf import settings as s; print(s.AXES_FAILURE_LIMIT, s.AXES_COOLOFF_TIME)"
     assert manage("shell", "-v0", "-c", show, **PRODUCTION_ENV).stdout.split() == ["5", "0:15:00"]
@@ -138,6 +197,7 @@ def test_it_reads_the_model_directory_and_the_run_settings_from_the_environment(
         ("DATABASE_URL", "mysql://u@h/db", "DATABASE_URL scheme 'mysql' is not PostgreSQL"),
         ("DATABASE_URL", "postgres://u@h:5432/", "DATABASE_URL has no database name"),
         ("SLOTWISE_BASE", "llama", "SLOTWISE_BASE='llama' is not one of gemma3-270m, smollm2-135m"),
+        ("TRUSTED_PROXY_COUNT", "2", "TRUSTED_PROXY_COUNT is set but BEHIND_PROXY is off"),
     ],
 )
 def test_it_names_the_variable_with_a_bad_value(name, value, message):
