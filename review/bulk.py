@@ -4,8 +4,11 @@ Small selections run inside the request; larger ones become a BulkAction the `li
 works through in chunks, one transaction per chunk, so progress shows and a crash loses at most
 the chunk in hand (running it again only touches what is still left).
 Human corrections are never overwritten by a bulk action, and values already in the target state
-are left alone; a bulk accept leaves values cut by the token budget for a person. The filter may bound the confidence: auto-accept ("accept every pending value with
-confidence at least t") is a bulk accept whose filter says status=pending, min_confidence=t.
+are left alone; a bulk accept leaves values cut by the token budget for a person. A value is
+changed only at the version the job read when it started: one someone else changed since (a second
+bulk action on the same values included) is theirs, and the job skips and counts it.
+The filter may bound the confidence: auto-accept ("accept every pending value with confidence at
+least t") is a bulk accept whose filter says status=pending, min_confidence=t.
 """
 
 from django.conf import settings
@@ -15,7 +18,7 @@ from django.utils import timezone
 from review.actions import review_locked
 from review.filters import QueueFilter
 from review.models import BulkAction, ValueEvent, ValueReview
-from review.transition import locked_values
+from review.transition import ReviewConflict, locked_values
 
 EVENT = {
     BulkAction.Action.ACCEPT: ValueEvent.Action.BULK_ACCEPT,
@@ -49,26 +52,32 @@ def do_create_bulk_action(queue_filter: QueueFilter, action: str, user) -> BulkA
     )
 
 
-def _apply_chunk(job: BulkAction, ids: list[int]) -> tuple[int, int]:
-    """Change the values `ids` still eligible; returns (changed, skipped). One transaction.
+def _apply_chunk(job: BulkAction, seen: dict[int, int]) -> tuple[int, int]:
+    """Change the values of `seen` (id -> the version the job read) still eligible and unchanged
+    since; returns (changed, skipped). One transaction.
 
     Each value goes through review_locked and so review/transition.py, as a single review does, so
     history and gold follow one rule whichever way a value was reviewed.
     """
+    changed = 0
     with transaction.atomic():
-        rows = list(
-            locked_values().filter(ValueReview.bulk_changeable(job.action), pk__in=ids).order_by("pk")
-        )
+        rows = locked_values().filter(ValueReview.bulk_changeable(job.action), pk__in=seen).order_by("pk")
         for value in rows:
-            review_locked(
-                value,
-                value.review.version,
-                job.action,
-                job.created_by,
-                recorded_as=EVENT[job.action],
-                bulk=job,
-            )
-    return len(rows), len(ids) - len(rows)
+            try:
+                review_locked(
+                    value,
+                    seen[value.pk],
+                    job.action,
+                    job.created_by,
+                    recorded_as=EVENT[job.action],
+                    bulk=job,
+                )
+            except ReviewConflict:
+                # Changed by someone since the job read it (the lock waited for their commit): theirs
+                # stands. transition() raises before it writes, so the chunk's other changes go on.
+                continue
+            changed += 1
+    return changed, len(seen) - changed
 
 
 def run_bulk_action(job_id: int) -> BulkAction | None:
@@ -77,17 +86,18 @@ def run_bulk_action(job_id: int) -> BulkAction | None:
     if job is None or job.finished:
         return job
     BulkAction.objects.filter(pk=job.pk).update(status=BulkAction.Status.RUNNING)
-    ids = list(
+    # (id, version) of each value as the job finds it: what it may change, and at which version.
+    seen = list(
         candidates(QueueFilter.from_params(job.filters), job.action)
         .order_by("pk")
-        .values_list("pk", flat=True)
+        .values_list("pk", "review__version")
     )
     # The count may have moved since the job was made; progress is measured against what is left.
     done = changed = skipped = 0
-    BulkAction.objects.filter(pk=job.pk).update(total=len(ids), done=0)
+    BulkAction.objects.filter(pk=job.pk).update(total=len(seen), done=0)
     size = chunk_size()
-    for start in range(0, len(ids), size):
-        chunk = ids[start : start + size]
+    for start in range(0, len(seen), size):
+        chunk = dict(seen[start : start + size])
         c, s = _apply_chunk(job, chunk)
         done, changed, skipped = done + len(chunk), changed + c, skipped + s
         BulkAction.objects.filter(pk=job.pk).update(done=done, changed=changed, skipped=skipped)

@@ -259,6 +259,11 @@ class BulkAction(BackgroundJob):
     changed = models.PositiveIntegerField(default=0)
     skipped = models.PositiveIntegerField(default=0, help_text="Values changed by someone meanwhile.")
 
+    @property
+    def skipped_note(self) -> str:
+        """The values left alone, in the words the banner and the job's page show ("" for none)."""
+        return f"{self.skipped} skipped: changed by someone else" if self.skipped else ""
+
 
 class ExportJob(BackgroundJob):
     """A file of approved values (CSV or JSON, wide or long) written in the background."""

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
 
+from slotwise.params import parse_whole_number
+
 CURSOR_SEPARATOR = "_"
 
 
@@ -36,7 +38,7 @@ def key_of(row, ordering: list[str]) -> str:
 def _read(part: str, field: str):
     """One sort value of a cursor, as key_of wrote it (repr)."""
     if field in ("id", "disagrees"):
-        return int(part)
+        return parse_whole_number(part, "page cursor")  # a ParameterError is a ValueError
     if field.endswith("cut"):
         if part not in ("True", "False"):
             raise ValueError(part)

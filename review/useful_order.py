@@ -16,6 +16,7 @@ from bisect import bisect_left, bisect_right
 from review.filters import QueueFilter, partner_value_of
 from review.paging import CursorError, Page
 from review.usefulness import Candidate, brand_of, rank_values
+from slotwise.params import parse_whole_number
 
 FIELDS = (
     "pk",
@@ -64,7 +65,7 @@ def ranked(queue_filter: QueueFilter, partner) -> tuple[list[int], dict[int, str
 
 def _position(cursor: str, place: dict[int, int]) -> int:
     try:
-        return place[int(cursor)]
+        return place[parse_whole_number(cursor, "page cursor")]  # a ParameterError is a ValueError
     except (ValueError, KeyError):
         raise CursorError(f"page cursor {cursor!r} is not a position in this queue") from None
 

@@ -25,7 +25,7 @@ from catalog.schemas import (
     schema_to_dict,
 )
 from slotwise.error_pages import bad_request
-from slotwise.params import ParameterError, optional_version
+from slotwise.params import MAX_VERSION, ParameterError, optional_version, whole_number
 
 
 def _list_context(form=None, import_form=None) -> dict:
@@ -152,10 +152,14 @@ def schema_export(request, pk: int):
 
 
 def _base_version(request) -> int:
+    """The schema version the editor showed; raises SchemaError (shown in the editor, nothing
+    changed) when the form sent none that parses."""
     try:
-        return int(request.POST.get("base_version", ""))
-    except ValueError:
-        return -1
+        return whole_number(request.POST, "base_version", 1, MAX_VERSION)
+    except ParameterError as exc:
+        raise SchemaError(
+            f"{exc}: the form must send the schema version it shows; nothing was changed"
+        ) from None
 
 
 @require_POST

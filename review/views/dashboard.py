@@ -115,7 +115,7 @@ def dashboard(request):
     except ParameterError as exc:
         return bad_request(request, f"Cannot price the runs: {exc}")
     try:
-        run_id = optional_id(request.GET, "run")
+        run_id, compare_id = (optional_id(request.GET, name) for name in ("run", "compare"))
     except ParameterError as exc:
         return bad_request(request, f"Cannot show the run: {exc}")
     runs = Run.objects.filter(values__isnull=False).distinct().order_by("-created_at", "-id")
@@ -132,12 +132,9 @@ def dashboard(request):
         "gold_count": sum(n for _, n in gold_kinds),
         "gold_kinds": gold_kinds,
     }
-    raw_compare = request.GET.get("compare", "")
-    if raw_compare and not raw_compare.isdigit():
-        return bad_request(request, f"compare: expected a run number, got {raw_compare!r}")
-    other = runs.filter(pk=int(raw_compare)).first() if raw_compare else None
-    if raw_compare and other is None:
-        return bad_request(request, f"compare: there is no run #{raw_compare} with values")
+    other = runs.filter(pk=compare_id).first() if compare_id is not None else None
+    if compare_id is not None and other is None:
+        return bad_request(request, f"compare: there is no run #{compare_id} with values")
     context["other"] = other
     if run is not None:
         if other is not None:

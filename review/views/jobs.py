@@ -52,8 +52,7 @@ def launch_bulk(request, queue_filter: QueueFilter, action: str, back_to: dict |
         job = bulk.run_bulk_action(job.pk)
         messages.success(
             request,
-            f"{PAST[job.action]} {job.changed} values"
-            + (f", {job.skipped} had changed meanwhile and were left alone." if job.skipped else "."),
+            f"{PAST[job.action]} {job.changed} values" + (f", {job.skipped_note}." if job.skipped else "."),
         )
         return redirect(_queue_url(back_to or queue_filter.as_params()))
     transaction.on_commit(lambda: tasks.run_bulk_action.delay(job.pk))

@@ -14,7 +14,7 @@ from review.rows import fresh_row, make_row
 from review.transition import ReviewConflict
 from review.views.common import redirect_back, reviewers_only, shortcut_keys
 from slotwise.error_pages import bad_request
-from slotwise.params import ParameterError, whole_number
+from slotwise.params import ParameterError, optional_ids, whole_number
 
 ROW_ACTIONS = {
     ValueEvent.Action.ACCEPT,
@@ -74,15 +74,16 @@ def _trigger(response, text: str, focus: int | None = None):
     return response
 
 
-def _on_page(request) -> set[int]:
-    """The value ids the queue page shows (its undo sends them), so an undo that reaches a value
-    elsewhere says so instead of changing it out of sight."""
-    return {int(p) for p in request.POST.get("on_page", "").split(",") if p.strip().isdigit()}
-
-
 @require_POST
 @reviewers_only
 def undo(request):
+    try:
+        # The value ids the queue page shows (its undo sends them), so an undo that reaches a value
+        # elsewhere says so instead of changing it out of sight. Read before the undo is made: a
+        # bad list is refused with nothing undone.
+        on_page = optional_ids(request.POST, "on_page")
+    except ParameterError as exc:
+        return bad_request(request, f"Cannot undo: {exc}; nothing was undone")
     try:
         undone = do_undo(request.user)
     except NothingToUndo as exc:
@@ -99,7 +100,7 @@ def undo(request):
             response = render(request, "review/_empty.html")
             response["HX-Refresh"] = "true"
             return response
-        if value.pk not in _on_page(request):
+        if value.pk not in on_page:
             response = render(request, "review/_empty.html")
             response["HX-Reswap"] = "none"
             return _trigger(response, f"{undone.text} It is not on this page.")

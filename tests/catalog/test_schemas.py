@@ -2,6 +2,7 @@
 
 import json
 import re
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,22 @@ def test_it_edits_reorders_and_deletes_keeping_every_old_version(client_for, ali
     old = client.get(reverse("catalog:schema_version", args=[category.pk, 1])).content.decode()
     assert re.findall(r'<td class="strong">(.*?)</td>', old) == ["Brand", "Color", "Size"]
     assert '<span class="badge">v1</span> <span class="muted small">read-only</span>' in old
+
+
+@pytest.mark.parametrize("seen", ["²", "①", "１", ""])
+def test_a_base_version_not_written_in_ascii_digits_changes_nothing(client_for, alice, seen):
+    # int() reads "１" as 1: the delete was applied to v1 as if the editor had sent it
+    category = make_category("TV", AttributeData("Brand"), AttributeData("Color"))
+    response = client_for(alice).post(
+        reverse("catalog:attribute_delete", args=[category.pk, 0]), {"base_version": seen}, **HTMX
+    )
+    said = " ".join(unescape(response.content.decode()).split())
+    assert response.status_code == 200  # the editor's own error line, swapped in by htmx
+    assert (
+        f"base_version: expected a whole number from 1 to 2147483647, got {'nothing' if not seen else repr(seen)}"
+        ": the form must send the schema version it shows; nothing was changed"
+    ) in said
+    assert names(category) == ["Brand", "Color"] and category.schema_versions.count() == 1
 
 
 def test_it_shows_the_inline_edit_form_as_a_table_row(client_for, alice):

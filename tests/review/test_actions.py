@@ -129,6 +129,22 @@ def test_it_undoes_the_last_change_and_then_the_one_before(client_for, bob, scen
     assert "nothing to undo" in response["HX-Trigger"]
 
 
+@pytest.mark.parametrize("on_page", ["²", "①", "１", "12,²"])
+def test_an_undo_with_a_page_list_not_in_ascii_digits_is_refused_and_undoes_nothing(
+    client_for, bob, scene, on_page
+):
+    value = scene.values[0]
+    do_review(value.pk, 0, "accept", bob)
+    response = client_for(bob).post(reverse("review:undo"), {"on_page": on_page}, HTTP_HX_REQUEST="true")
+    assert refusal(response) == (
+        f"Cannot undo: on_page: expected the ids of rows (1 or more) separated by commas, got {on_page!r}; "
+        "nothing was undone"
+    )
+    value.refresh_from_db()
+    assert (value.review.status, value.review.version) == ("accepted", 1)
+    assert list(value.events.values_list("action", "undone")) == [("accept", False)]
+
+
 def test_undo_walks_back_through_its_own_undos_without_calling_them_someone_elses(client_for, bob, scene):
     value = scene.values[0]
     do_review(value.pk, 0, "accept", bob)

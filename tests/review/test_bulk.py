@@ -1,7 +1,11 @@
 """Bulk accept and reject over everything a filter matches, inline and in the background."""
 
+import re
+from concurrent.futures import ThreadPoolExecutor
+from html import unescape
+
 import pytest
-from django.test import override_settings
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from review.actions import do_review
@@ -9,6 +13,7 @@ from review.bulk import do_create_bulk_action, run_bulk_action
 from review.filters import QueueFilter
 from review.models import BulkAction, GoldValue, ValueEvent
 from tests.support.factories import make_scenario
+from tests.support.held_transaction import HeldTransaction, in_own_connection
 from tests.support.pages import refusal
 from tests.support.workers import start_worker, stop_worker, wait_until
 
@@ -112,3 +117,97 @@ def test_bulk_accept_on_the_linked_run_keeps_a_corrected_gold(bob, alice):
     assert dict(GoldValue.objects.values_list("product_id", "value")) == {
         scene.products[0].pk: "Fixed by hand"
     }
+
+
+def signed_in(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def banner(response) -> list[str]:
+    """The messages the page shows at its top."""
+    return [unescape(m) for m in re.findall(r'<li class="msg-[a-z]+">(.*?)</li>', response.content.decode())]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_bulk_actions_at_once_on_the_same_values_both_end_and_the_second_says_what_it_skipped(alice, bob):
+    scene = make_scenario(products=4)  # 4 Brand and 4 Color values: both actions run in the request
+    run = scene.run.pk
+    alices, bobs = signed_in(alice), signed_in(bob)
+
+    def alice_rejects_the_brands():
+        response = alices.post(reverse("review:bulk"), {"run": run, "attribute": "Brand", "action": "reject"})
+        assert response.status_code == 302
+
+    # Alice's bulk reject has changed the Brand values and holds their locks, uncommitted; bob's bulk
+    # accept of the whole run reads the values as they were, then waits for those locks.
+    def bob_accepts_the_run():
+        return bobs.post(reverse("review:bulk"), {"run": run, "action": "accept"}, follow=True)
+
+    with ThreadPoolExecutor(1) as pool, HeldTransaction(alice_rejects_the_brands) as alices_action:
+        bobs_action = pool.submit(in_own_connection(bob_accepts_the_run))
+        wait_until(alices_action.waiting_behind, timeout=60, what="bob's bulk accept waiting for alice's")
+        alices_action.commit()
+        response = bobs_action.result(timeout=60)
+
+    assert response.redirect_chain[0][1] == 302 and response.status_code == 200
+    assert banner(response) == ["Accepted 4 values, 4 skipped: changed by someone else."]
+    bobs_job = BulkAction.objects.get(created_by=bob)
+    assert (bobs_job.status, bobs_job.changed, bobs_job.skipped) == ("done", 4, 4)
+    assert bobs_job.finished_at is not None
+    assert BulkAction.objects.get(created_by=alice).status == "done"
+    statuses = set(scene.run.values.values_list("attribute__name", "review__status"))
+    assert statuses == {("Brand", "rejected"), ("Color", "accepted")}  # alice's rejections stand
+    assert set(ValueEvent.objects.values_list("value__attribute__name", "action", "actor__username")) == {
+        ("Brand", "bulk_reject", "alice"),
+        ("Color", "bulk_accept", "bob"),
+    }
+
+
+@override_settings(REVIEW_BULK_INLINE_LIMIT=10)
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_background_bulk_action_skips_the_values_changed_after_it_started(alice, bob, tmp_path):
+    scene = make_scenario(products=12)  # 24 values, above the inline limit: a job in chunks of 8
+    ids = sorted(v.pk for v in scene.values)
+    changed_by_alice = ids[9:12]  # in the job's second chunk
+    worker = start_worker(
+        queues="light",
+        name="review-bulk-race",
+        log_path=tmp_path / "worker.log",
+        env={"REVIEW_BULK_CHUNK": "8"},
+    )
+    try:
+        client = signed_in(bob)
+
+        def alice_rejects_three():
+            for value_id in changed_by_alice:
+                do_review(value_id, 0, "reject", alice)
+
+        # The job reads the values (version 0) when it starts; its second chunk then waits for
+        # alice's locks, and her rejections commit before it goes on.
+        with HeldTransaction(alice_rejects_three) as alices_change:
+            response = client.post(reverse("review:bulk"), {"run": scene.run.pk, "action": "accept"})
+            job = BulkAction.objects.get()
+            assert response["Location"] == reverse("review:bulk_status", args=[job.pk])
+            wait_until(alices_change.waiting_behind, timeout=90, what="the job's chunk waiting for alice's")
+            assert BulkAction.objects.get(pk=job.pk).done == 8  # the first chunk is in
+        wait_until(lambda: BulkAction.objects.get(pk=job.pk).finished, timeout=90, what="the bulk job")
+        job.refresh_from_db()
+        assert (job.status, job.error, job.done, job.total, job.changed, job.skipped) == (
+            "done",
+            "",
+            24,
+            24,
+            21,
+            3,
+        )
+        statuses = dict(scene.run.values.values_list("pk", "review__status"))
+        assert {pk for pk, status in statuses.items() if status == "rejected"} == set(changed_by_alice)
+        assert set(statuses.values()) == {"accepted", "rejected"}
+        page = client.get(response["Location"]).content.decode()
+        assert 'id="job-status">Done<' in page
+        assert '<span id="job-skipped">3 skipped: changed by someone else</span>' in page
+    finally:
+        stop_worker(worker)

@@ -11,6 +11,7 @@ from review import quality
 from review.actions import do_review
 from review.blind import do_blind_label
 from tests.support.factories import make_catalog, make_product, make_run, make_scenario, make_values
+from tests.support.pages import refusal
 
 pytestmark = pytest.mark.django_db
 
@@ -77,8 +78,17 @@ def test_runs_of_other_products_say_there_is_nothing_to_compare_and_bad_choices_
     body = client.get(reverse("review:dashboard"), {"run": old.pk, "compare": other.pk}).content.decode()
     assert f"Run #{other.pk} decoded none of run #{old.pk}'s products" in body
     for compare, says in (
-        ("abc", "compare: expected a run number, got &#x27;abc&#x27;"),
+        ("abc", "compare: expected a number, the id of a row (1 or more), got &#x27;abc&#x27;"),
         ("99999", "no run #99999"),
     ):
         response = client.get(reverse("review:dashboard"), {"run": old.pk, "compare": compare})
         assert response.status_code == 400 and says in response.content.decode()
+
+
+@pytest.mark.parametrize("compare", ["²", "①", "１"])
+def test_a_compare_not_written_in_ascii_digits_is_a_clear_400(client_for, bob, compare):
+    _, old, _ = two_models(products=2)
+    response = client_for(bob).get(reverse("review:dashboard"), {"run": old.pk, "compare": compare})
+    assert refusal(response) == (
+        f"Cannot show the run: compare: expected a number, the id of a row (1 or more), got {compare!r}"
+    )

@@ -1,9 +1,9 @@
 """Every query or form parameter of every view, tried with the values that broke views before.
 
 Issue 31 found 34 server errors from four causes: `str.isdigit()` accepting "²" and `int()` then
-raising, a Decimal NaN compared, an unparsed schema version, and a header built from a name. This
-table sends each parameter, one at a time, with "²", "NaN", "inf", "1.5", " ", a huge integer and a
-negative one, the other parameters of the request left valid. No answer may be a server error; a
+raising, a Decimal NaN compared, an unparsed schema version, and a header built from a name; issue
+51 two more the table had not tried ("compare", "on_page"). This table sends each parameter, one
+at a time, with "²", "①", "１", "NaN", "inf", "1.5", " ", a huge integer and a negative one, the other parameters of the request left valid. No answer may be a server error; a
 refusal (400) must say what was wrong and change nothing stored. A value the view may take ("1.5"
 as a price, "²" as a search) is taken: the table shows what each answered.
 
@@ -35,6 +35,8 @@ from tests.support.factories import make_scenario
 
 BAD_VALUES = {
     "superscript two": "²",
+    "circled one": "①",
+    "full-width one": "１",
     "NaN": "NaN",
     "infinity": "inf",
     "a fraction": "1.5",
@@ -166,7 +168,7 @@ VIEWS = [
         ("action", "version", "value", "next"),
         valid=lambda w: {"action": "correct", "version": "0", "value": "acme"},
     ),
-    View("undo", "post", lambda w: reverse("review:undo"), ("next",)),
+    View("undo", "post", lambda w: reverse("review:undo"), ("next", "on_page")),
     View(
         "bulk action",
         "post",
@@ -196,7 +198,7 @@ VIEWS = [
         user="alice",
         valid=lambda w: {"run": str(w.scene.run.pk), "min_confidence": "0.9"},
     ),
-    View("dashboard", "get", lambda w: reverse("review:dashboard"), ("run", "price", "cpu_price")),
+    View("dashboard", "get", lambda w: reverse("review:dashboard"), ("run", "compare", "price", "cpu_price")),
     View("review settings page", "get", lambda w: reverse("review:settings"), ("next",)),
     View(
         "review settings",

@@ -17,7 +17,11 @@ CASES = [
     ("review:queue", {"status": "maybe"}, "status: 'maybe' is not one of"),
     ("review:auto_accept", {"min_confidence": "abc"}, "min_confidence: expected a number from 0 to 1"),
     ("review:dashboard", {"run": "abc"}, "Cannot show the run: run:"),
-    ("review:dashboard", {"compare": "abc"}, "compare: expected a run number, got 'abc'"),
+    (
+        "review:dashboard",
+        {"compare": "abc"},
+        "compare: expected a number, the id of a row (1 or more), got 'abc'",
+    ),
     ("review:blind_label", {"catalog": "abc"}, "Cannot start blind labelling: catalog:"),
     ("catalog:products", {"catalog": "abc"}, "Cannot filter the products: catalog:"),
 ]
