@@ -1,27 +1,42 @@
-"""The worker's side of the engine: one Extractor per process, batches of work items in, outcomes out.
+"""The worker's side of the engine: the Extractors a process loaded (within a memory budget), batches
+of work items in, outcomes out.
 
 Only worker processes import this module's engine parts (lazily, inside functions), so the web
 process never imports torch. A product that makes the engine fail is retried alone and, if it fails
 alone too, reported failed with the error; the other products of its batch are not affected.
 """
 
+import gc
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 
 from extraction import config
 from extraction.engine.decode.stopping import Cancelled  # torch-free; the loop catches it from here
+from extraction.engine.lru import BoundedLRU  # torch-free
 from registry.cache import local_dir, version_id_of
 from runner.leases import BatchTotals, ItemOutcome
 
 log = logging.getLogger(__name__)
 
-# One loaded model per worker process, keyed by (model dir, device): loading costs seconds.
-_EXTRACTORS: dict[tuple[str, str], object] = {}
-# The fingerprint of each model this process loaded (engine/fingerprint.py): what a run checks.
-_FINGERPRINTS: dict[tuple[str, str], str] = {}
+# Room for this many models the size of the last one loaded when no budget is set.
+MODELS_KEPT_BY_DEFAULT = 2
+MB = 1024 * 1024
+
+
+@dataclass
+class LoadedModel:
+    extractor: object
+    fingerprint: str  # of the files it loaded (engine/fingerprint.py): what a run checks
+    nbytes: int  # its weights' bytes, what the budget counts
+
+
+# Models this process loaded, keyed by (model dir, device), least recently used first: loading costs
+# seconds, so they stay loaded, within settings.EXTRACTION_MODEL_CACHE_MB (model_budget_bytes).
+_LOADED: BoundedLRU[LoadedModel] = BoundedLRU(0, lambda loaded: loaded.nbytes)
 # When this process last failed to load a (model dir, device): it does not try again for a while.
 _LOAD_FAILED_AT: dict[tuple[str, str], float] = {}
 
@@ -40,39 +55,93 @@ class DocumentTooLong(ValueError):
 
 
 def extractor_for(model_dir: str, device: str):
-    """The process-wide Extractor for a model directory ("" = the bundled model), loaded once.
+    """The process-wide Extractor for a model directory ("" = the bundled model), loaded once and
+    kept while the budget allows (the least recently used models are dropped first).
 
     A failed load is remembered: the same process tries that model again only after
     settings.EXTRACTION_LOAD_RETRY_SECONDS (LoadFailedRecently until then), so the reaper's wake-ups do not
     make it reload a broken model over and over while other workers could serve the run.
     """
     key = (model_dir, device)
-    if key in _EXTRACTORS:
-        return _EXTRACTORS[key]
+    loaded = _LOADED.get(key)
+    if loaded is not None:
+        return loaded.extractor
     failed_at = _LOAD_FAILED_AT.get(key)
     if failed_at is not None and time.monotonic() - failed_at < settings.EXTRACTION_LOAD_RETRY_SECONDS:
         raise LoadFailedRecently(f"model {model_dir or '(bundled)'} failed to load here moments ago")
+    # room for it before it loads, so old and new never sit in memory together beyond the budget
+    # (versions of one base are one size: the newest model's size is the guess)
+    _drop(_LOADED.make_room(_LOADED.newest_size()))
+    try:
+        loaded = _load(model_dir, device)
+    except Exception:
+        _LOAD_FAILED_AT[key] = time.monotonic()
+        raise
+    _LOADED.budget = model_budget_bytes(loaded.nbytes)
+    _drop(_LOADED.put(key, loaded))
+    _LOAD_FAILED_AT.pop(key, None)
+    log.info(
+        "models loaded in this process: %d, %d bytes of a %d-byte budget (%s)",
+        len(_LOADED),
+        _LOADED.total,
+        _LOADED.budget,
+        ", ".join(_label(k) for k in _LOADED.keys()),
+    )
+    return loaded.extractor
+
+
+def _load(model_dir: str, device: str) -> LoadedModel:
     import torch
 
     from extraction.engine.api import Extractor
+    from extraction.engine.modeling import model_bytes
 
     log.info(
         "loading model %s on %s (%d torch threads)", model_dir or "(bundled)", device, torch.get_num_threads()
     )
-    try:
-        extractor = Extractor(model_dir=engine_model_dir(model_dir), device=device)
-        _FINGERPRINTS[key] = loaded_fingerprint(extractor, engine_model_dir(model_dir))
-    except Exception:
-        _LOAD_FAILED_AT[key] = time.monotonic()
-        raise
-    _EXTRACTORS[key] = extractor
-    _LOAD_FAILED_AT.pop(key, None)
-    return extractor
+    directory = engine_model_dir(model_dir)
+    prefix_mb = settings.EXTRACTION_PREFIX_CACHE_MB
+    extractor = Extractor(
+        model_dir=directory, device=device, prefix_cache_bytes=prefix_mb * MB if prefix_mb else None
+    )
+    return LoadedModel(extractor, loaded_fingerprint(extractor, directory), model_bytes(extractor.model))
+
+
+def model_budget_bytes(model_nbytes: int) -> int:
+    """Bytes of weights a process keeps loaded: settings.EXTRACTION_MODEL_CACHE_MB, else room for
+    MODELS_KEPT_BY_DEFAULT models of `model_nbytes`."""
+    configured = settings.EXTRACTION_MODEL_CACHE_MB
+    return configured * MB if configured else MODELS_KEPT_BY_DEFAULT * model_nbytes
+
+
+def _drop(evicted: list) -> None:
+    """Free the memory of models dropped from the cache now, not at some later collection (the
+    list held their last references)."""
+    if not evicted:
+        return
+    dropped = [(key, loaded.nbytes) for key, loaded in evicted]
+    evicted.clear()
+    for key, nbytes in dropped:
+        log.info(
+            "dropped model %s (%d bytes), the least recently used, to stay within the budget",
+            _label(key),
+            nbytes,
+        )
+    gc.collect()
+    if any(device.startswith("cuda") for (_, device), _ in dropped):
+        import torch
+
+        torch.cuda.empty_cache()  # hand the freed blocks back, for the model about to load
+
+
+def _label(key: tuple[str, str]) -> str:
+    model_dir, device = key
+    return f"{model_dir or '(bundled)'} on {device}"
 
 
 def fingerprint_for(model_dir: str, device: str) -> str:
     """The fingerprint of the copy of `model_dir` this process loaded (extractor_for loads it)."""
-    return _FINGERPRINTS[(model_dir, device)]
+    return _LOADED.get((model_dir, device)).fingerprint
 
 
 def loaded_fingerprint(extractor, directory: str) -> str:

@@ -205,6 +205,15 @@ EXTRACTION_MAX_LOAD_FAILURES = env_int("EXTRACTION_MAX_LOAD_FAILURES", 3, minimu
 # A worker process that could not load a model tries it again only after this long (the reaper's
 # wake-ups bring it back), so a broken model costs one load per worker per minute, not a busy loop.
 EXTRACTION_LOAD_RETRY_SECONDS = env_int("EXTRACTION_LOAD_RETRY_SECONDS", 60, minimum=0)
+# Megabytes of model weights one worker process keeps loaded: beyond them the models it used longest
+# ago are dropped (a version the learning job replaced is not held for days), and loaded again if a
+# run needs them. 0: room for two models the size of the one it loaded last (a catalog's default and
+# a newly promoted version). The model a run needs is loaded even when it alone is over the budget.
+EXTRACTION_MODEL_CACHE_MB = env_int("EXTRACTION_MODEL_CACHE_MB", 0, minimum=0)
+# Megabytes of schema prefix caches (the instruction's attention keys and values) each loaded model
+# keeps, least recently used dropped beyond them. 0: a quarter of the model's own size (the engine's
+# default, extraction/engine/api.py PREFIX_CACHE_SHARE_OF_MODEL).
+EXTRACTION_PREFIX_CACHE_MB = env_int("EXTRACTION_PREFIX_CACHE_MB", 0, minimum=0)
 # How long a worker that lost PostgreSQL waits for it to come back before its task gives up (Celery
 # retries the task later).
 EXTRACTION_DATABASE_WAIT_SECONDS = env_int("EXTRACTION_DATABASE_WAIT_SECONDS", 120, minimum=1)

@@ -35,6 +35,7 @@ from extraction.engine.layout import (
     schema_prompt,
     with_values_listed,
 )
+from extraction.engine.lru import BoundedLRU
 from extraction.engine.metric import is_na
 
 __all__ = ["AttributeSpec", "BatchStats", "Document", "Extractor", "ValueResult", "default_model_dir"]
@@ -49,6 +50,13 @@ DEFAULT_BATCH = 16  # ar / fork rows per forward when the caller does not say
 LAYOUT_CANDIDATES = ((1, 16), (1, 64), (4, 4), (4, 16), (8, 2), (8, 8), (16, 1), (16, 4))  # (stack J, rows)
 PROBE_LAYOUTS = ((1, 16), (4, 4), (8, 2), (16, 1))  # 16 documents each: what choose_layout times
 PROBE_DOCUMENTS = 16
+# The prefix caches' bound unless the caller gives one: this share of the model's own bytes (Gemma 3
+# 270M in float32: about 256 MB, the instruction prefixes of some 50 to 120 schemas of 2 to 10
+# attributes, 36 KB a token).
+PREFIX_CACHE_SHARE_OF_MODEL = 0.25
+# Schemas whose prompt ids and slot constraints stay built (kilobytes each, beside a prefix cache's
+# megabytes: bounded by count, so a catalog of thousands of categories does not grow a worker forever).
+SCHEMAS_KEPT = 256
 
 
 @dataclass
@@ -153,6 +161,15 @@ def standin_texts() -> list[str]:
     return texts
 
 
+def boundary_rules(stored: dict) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """slotwise.json's attributes whose values end on a word boundary, end on a compound boundary,
+    start on a compound boundary ({} when decoding is not extractive: no rules)."""
+    word_end, compound_end, compound_start = (
+        frozenset(stored.get(name, [])) for name in ("word_end", "compound_end", "compound_start")
+    )
+    return word_end, compound_end, compound_start
+
+
 class ModelMissing(FileNotFoundError):
     """No model directory where one was expected: never silently replaced by random weights."""
 
@@ -201,7 +218,9 @@ class Extractor:
     decodes one of its values, a boolean yes / no, a number a number with a unit, in hpd, fork and ar;
     pld's values that break them read "n/a"); False: every attribute is text (the negative control).
     random_standin: a random Llama of the default's size instead of any directory (speed only, its
-    outputs are noise): asked for explicitly, never a silent fallback.
+    outputs are noise): asked for explicitly, never a silent fallback. prefix_cache_bytes: the
+    schemas' prefix caches' bound (the least recently used goes first); None:
+    PREFIX_CACHE_SHARE_OF_MODEL of the model's bytes.
     """
 
     def __init__(
@@ -215,6 +234,7 @@ class Extractor:
         quantize: str | None = None,
         typed: bool = True,
         random_standin: bool = False,
+        prefix_cache_bytes: int | None = None,
     ):
         from extraction.engine import modeling
 
@@ -243,19 +263,24 @@ class Extractor:
         self.calibrate: bool = calibrate
         # attributes whose values end on a word / compound boundary (slotwise.json, measured on the
         # training data); extractive decoding lets them end only there
-        settings = stored if extractive else {}
-        self.word_end: frozenset[str] = frozenset(settings.get("word_end", []))
-        self.compound_end: frozenset[str] = frozenset(settings.get("compound_end", []))
-        self.compound_start: frozenset[str] = frozenset(settings.get("compound_start", []))
-        self.model_name: str = loaded.name
-        self.model_revision: str = loaded.revision
+        self.word_end, self.compound_end, self.compound_start = boundary_rules(stored if extractive else {})
+        self.model_name, self.model_revision = loaded.name, loaded.revision  # str, str
         self.random_standin: bool = loaded.random_standin  # True: random weights, outputs are noise
         window = getattr(self.model.config, "sliding_window", None)
         modeling.check_servable(self.model.config, span=window)  # everything but the window; span at extract
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        self._schemas: dict[tuple, SchemaPrompt] = {}
-        self._prefix: dict[tuple[int, ...], object] = {}
-        self._layouts: dict[tuple, dict] = {}  # layout_timings per bucket
+        self._init_caches(prefix_cache_bytes)
+
+    def _init_caches(self, prefix_cache_bytes: int | None) -> None:
+        """What extract() keeps between calls, each bounded: a worker's Extractor lives for days."""
+        from extraction.engine import modeling
+
+        if prefix_cache_bytes is None:
+            prefix_cache_bytes = int(modeling.model_bytes(self.model) * PREFIX_CACHE_SHARE_OF_MODEL)
+        self._schemas: BoundedLRU[SchemaPrompt] = BoundedLRU(SCHEMAS_KEPT)
+        self._prefix: BoundedLRU[object] = BoundedLRU(prefix_cache_bytes, modeling.cache_bytes)
+        # layout_timings per attribute-count bucket: a few entries however many schemas, no bound needed
+        self._layouts: dict[int, dict] = {}
         self.last_layout_costs: dict[tuple[int, int], float] = {}
 
     # ------------------------------------------------------------------------------ helpers
@@ -264,13 +289,18 @@ class Extractor:
         """Forget the prefix caches (benchmarks: every run then pays its prefix prefills)."""
         self._prefix.clear()
 
+    def prefix_cache_held(self) -> tuple[int, int]:
+        """(prefix caches held, their bytes): what prefix_cache_bytes bounds."""
+        return len(self._prefix), self._prefix.total
+
     def schema(self, attributes: list[AttributeSpec]) -> SchemaPrompt:
         """The schema's prompt ids and slot constraints (cached per tuple of specs). An attribute
         whose constraint has a longest value (an enumeration) gets a gap that holds it."""
         from extraction.engine.decode.constraints import widen
 
         key = tuple(attributes)
-        if key not in self._schemas:
+        schema = self._schemas.get(key)
+        if schema is None:
             prompted = [with_values_listed(a) if self.enum_values_in_prompt else a for a in attributes]
             schema = schema_prompt(self.tokenizer, prompted)
             schema.end_rules = [self.end_rule(a.name) for a in attributes]
@@ -278,8 +308,8 @@ class Extractor:
             schema.rules = [self.slot_rule(a, schema, n) for n, a in enumerate(attributes)]
             # the gaps live in the specs; the prompt ids do not depend on them
             schema.attributes = [widen(a, r) for a, r in zip(attributes, schema.rules, strict=True)]
-            self._schemas[key] = schema
-        return self._schemas[key]
+            self._schemas.put(key, schema)
+        return schema
 
     def slot_rule(self, a: AttributeSpec, schema: SchemaPrompt, n: int):
         """The constraint of attribute n (constraints.py), or None for a free value: text is a span
@@ -315,10 +345,12 @@ class Extractor:
         from extraction.engine.decode.hpd import prefill_prefix
 
         key = tuple(schema.prefix_ids)
-        if key in self._prefix:
-            return self._prefix[key], 0
-        self._prefix[key] = prefill_prefix(self.model, schema.prefix_ids, self.device)
-        return self._prefix[key], 1
+        cached = self._prefix.get(key)
+        if cached is not None:
+            return cached, 0
+        cache = prefill_prefix(self.model, schema.prefix_ids, self.device)
+        self._prefix.put(key, cache)
+        return cache, 1
 
     def check_span(self, schema: SchemaPrompt, ids: list[list[int]]) -> None:
         from extraction.engine.modeling import UnsupportedModel, check_servable, cut_window

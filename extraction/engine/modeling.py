@@ -190,6 +190,19 @@ class AppendLayer(DynamicLayer):
         self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
 
 
+def cache_bytes(cache: DynamicCache) -> int:
+    """Bytes of a cache's keys and values (what a prefix cache holds in memory)."""
+    tensors = [t for layer in cache.layers for t in (layer.keys, layer.values) if t is not None]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def model_bytes(model: torch.nn.Module) -> int:
+    """Bytes of a model's parameters and buffers, each tensor once (tied weights count once; the
+    packed weights of an int8-quantized layer are not counted)."""
+    tensors = {id(t): t for t in (*model.parameters(), *model.buffers())}
+    return sum(t.numel() * t.element_size() for t in tensors.values())
+
+
 def expand_cache(prefix: DynamicCache, rows: int, capacity: int | None = None) -> DynamicCache:
     """A fresh cache whose every row starts with the prefix entries (one prefill, shared).
     capacity: total entries per row to preallocate (append-only buffer); None = growing cache."""

@@ -3,8 +3,6 @@ another fingerprint leases nothing, says so on the run page, and a worker whose 
 the run (real Celery workers, each given its own copy of the small model as its bundled model). That
 the first worker records its copy's fingerprint on a run is checked in test_runs_workers.py."""
 
-import json
-import shutil
 import time
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from django.urls import reverse
 from extraction.engine.fingerprint import model_fingerprint
 from extraction.models import ExtractedValue, Run, RunIncident, WorkItem
 from extraction.services import RunRequest, do_start_run
+from tests.support.model_copies import model_copy
 from tests.support.runs_catalog import make_catalog
 from tests.support.workers import start_worker, stop_worker, wait_until
 
@@ -46,19 +45,6 @@ def workers(tmp_path):
     yield start
     for proc in started:
         stop_worker(proc, timeout=15)
-
-
-def model_copy(target: Path, edit_settings=None) -> Path:
-    """The small model's files (not its dev splits) under `target`, slotwise.json edited if asked."""
-    target.mkdir(parents=True)
-    for path in Path(settings.FAST_MODEL_DIR).iterdir():
-        if path.is_file():
-            shutil.copy2(path, target / path.name)
-    if edit_settings:
-        stored = json.loads((target / "slotwise.json").read_text())
-        edit_settings(stored)
-        (target / "slotwise.json").write_text(json.dumps(stored))
-    return target
 
 
 def finished(run: Run) -> Run | None:
