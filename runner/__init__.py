@@ -10,6 +10,8 @@ tests/test_architecture.py). The web side (extraction.services, the views) never
   The wake-up it sends to other workers is a function the task passes in (no import of the task).
 - leases: lease with SELECT ... FOR UPDATE SKIP LOCKED, record a batch in one transaction (its one
   hook, on_values_written, is None but in the fault drill's victim worker: tools/drill/write_pause.py)
+- budget: how many products a batch takes: as many as their estimated decoding memory fits
+  settings.EXTRACTION_MEMORY_BUDGET_MB (prompt positions, stacking)
 - decoding: the only caller of the engine (one model per process, loaded lazily: no torch at import)
 - failures: a model that could not be loaded, recorded on its run
 - identity: a run decodes with copies of one model fingerprint; a worker with another copy refuses

@@ -2,7 +2,9 @@
 
 - lease_batch takes up to N takeable items of one schema with SELECT ... FOR UPDATE SKIP LOCKED, so
   two workers never take the same item; an item is takeable when queued or when its lease expired
-  (its worker died), so a kill -9 loses nothing.
+  (its worker died), so a kill -9 loses nothing. It takes them in order while their decoding fits the
+  worker's memory (`fits`, runner/budget.py), and an item leased before (its worker died with it) alone:
+  a product that kills its worker fails by itself, the others of its batch get their values.
 - record_results writes a batch's values and marks its items done in ONE transaction, only for items
   whose lease is still ours; values are upserted on (run, product, attribute), so a retry overwrites
   and never duplicates. The same transaction opens each value's review (review.opening, the one
@@ -52,8 +54,19 @@ class BatchTotals:
     seconds: float = 0.0
 
 
-def lease_batch(run_id: int, owner: str, size: int, lease_seconds: int | None = None) -> list[WorkItem]:
-    """Lease up to `size` takeable items of one schema version to `owner`; [] when none is left."""
+def lease_batch(
+    run_id: int,
+    owner: str,
+    size: int,
+    lease_seconds: int | None = None,
+    fits: Callable[[list[WorkItem]], bool] | None = None,
+) -> list[WorkItem]:
+    """Lease up to `size` takeable items of one schema version to `owner`; [] when none is left.
+
+    fits(items) says whether the worker can decode those items in one batch (their products loaded):
+    items are taken in order while it says yes, the first one always (alone when it does not fit with
+    the next). An item with attempts (its worker died, or lost PostgreSQL, holding it) is leased alone.
+    """
     lease_seconds = lease_seconds or settings.EXTRACTION_LEASE_SECONDS
     now = timezone.now()
     # The first lease starts the run; its own statement, so leasing itself never waits on the run row.
@@ -61,7 +74,11 @@ def lease_batch(run_id: int, owner: str, size: int, lease_seconds: int | None = 
     with transaction.atomic():
         if not Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).exists():
             return []
-        locked = WorkItem.objects.select_for_update(skip_locked=True).filter(run_id=run_id)
+        locked = (
+            WorkItem.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(run_id=run_id)
+            .select_related("product")
+        )
         # Expired leases first: they are the oldest work of the run.
         items = list(locked.filter(WorkItem.lease_expired(now)).order_by("schema_id", "id")[:size])
         if not items:
@@ -69,6 +86,7 @@ def lease_batch(run_id: int, owner: str, size: int, lease_seconds: int | None = 
         items = [item for item in items if item.schema_id == items[0].schema_id] if items else []
         if not items:
             return []
+        items = _one_batch_of(items, fits)  # the others stay takeable: their locks end with this transaction
         expired = [item for item in items if item.status == WorkItem.Status.LEASED]
         if expired:
             incidents.lease_taken_over(run_id, owner, [item.lease_owner for item in expired], len(expired))
@@ -81,6 +99,19 @@ def lease_batch(run_id: int, owner: str, size: int, lease_seconds: int | None = 
     return list(
         WorkItem.objects.filter(id__in=[item.id for item in items]).select_related("product").order_by("id")
     )
+
+
+def _one_batch_of(candidates: list[WorkItem], fits) -> list[WorkItem]:
+    """The first candidate alone when it was leased before, else the candidates in order while they
+    fit together, up to the first one leased before."""
+    batch = candidates[:1]
+    if batch[0].attempts:
+        return batch
+    for item in candidates[1:]:
+        if item.attempts or (fits is not None and not fits([*batch, item])):
+            break
+        batch.append(item)
+    return batch
 
 
 def renew_leases(item_ids: list[int], owner: str, lease_seconds: int | None = None) -> int:

@@ -22,6 +22,7 @@ from django.utils import timezone
 from extraction.models import Run
 from extraction.sizes import sizes_of
 from runner import decoding, identity, incidents
+from runner.budget import MB, BatchBudget
 from runner.failures import do_record_load_failure
 from runner.leases import (
     ItemOutcome,
@@ -160,12 +161,20 @@ def process_run(run_id: int, owner: str, wake: Wake, until: float = float("inf")
     batch_size = int(run.decode_settings.get("batch_size") or settings.EXTRACTION_BATCH_SIZE)
     stack = run.decode_settings.get("stack")
     attributes: dict[int, list] = {}
+
+    def specs(schema_id: int) -> list:
+        if schema_id not in attributes:
+            sizes = sizes_of(run.decode_settings, schema_id)
+            attributes[schema_id] = decoding.attribute_specs(schema_id, sizes)
+        return attributes[schema_id]
+
+    budget = BatchBudget(extractor, specs, run.decoder, stack)
     while True:
         if time.monotonic() >= until:
             return False
         held: list[int] = []
         try:
-            if not _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, attributes, held):
+            if not _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, budget, held):
                 return True
         except DATABASE_ERRORS as exc:
             recover_from_database_loss(run_id, owner, held, exc)
@@ -195,11 +204,22 @@ def run_stopped(run_id: int, every: float = CANCEL_CHECK_SECONDS):
     return should_stop
 
 
-def _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, attributes, held) -> bool:
+def given_up(item, budget: BatchBudget) -> str:
+    """Why a product whose worker kept dying while decoding it (alone: runner/leases.py) is failed."""
+    return (
+        f"its worker stopped {item.attempts - 1} times while decoding it; gave up. Its prompt takes "
+        f"{budget.positions(item)} positions (a worker decodes at most "
+        f"{settings.EXTRACTION_MAX_PROMPT_POSITIONS}, EXTRACTION_MAX_PROMPT_POSITIONS); decoding it alone is "
+        f"estimated at {budget.batch_bytes([item]) // MB} MB of the worker's "
+        f"{settings.EXTRACTION_MEMORY_BUDGET_MB} MB (EXTRACTION_MEMORY_BUDGET_MB): shorten its description"
+    )
+
+
+def _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, budget, held) -> bool:
     """Lease, decode and record one batch (its item ids go into `held` as soon as it is leased);
     False when the run is over."""
     run_id = run.id
-    items = lease_batch(run_id, owner, batch_size, lease_seconds)
+    items = lease_batch(run_id, owner, batch_size, lease_seconds, fits=budget.fits)
     if not items:
         waiting = why_nothing_to_lease(run_id)
         if waiting.over:
@@ -207,22 +227,24 @@ def _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, attribut
         time.sleep(min(waiting.next_expiry_seconds + 0.2, MAX_IDLE_WAIT_SECONDS))
         return True
     held.extend(item.id for item in items)
-    given_up = [item for item in items if item.attempts > settings.EXTRACTION_MAX_ATTEMPTS]
-    outcomes = [
-        ItemOutcome(item.id, error=f"its worker stopped {item.attempts - 1} times while decoding it; gave up")
-        for item in given_up
-    ]
-    todo = [item for item in items if item not in given_up]
+    log.info(
+        "run %s: leased %d products, their decoding estimated at %d MB of %d MB",
+        run_id,
+        len(items),
+        budget.batch_bytes(items) // MB,
+        settings.EXTRACTION_MEMORY_BUDGET_MB,
+    )
+    dying = [item for item in items if item.attempts > settings.EXTRACTION_MAX_ATTEMPTS]
+    outcomes = [ItemOutcome(item.id, error=given_up(item, budget)) for item in dying]
+    todo = [item for item in items if item not in dying]
     schema_id = items[0].schema_id
-    if schema_id not in attributes:
-        attributes[schema_id] = decoding.attribute_specs(schema_id, sizes_of(run.decode_settings, schema_id))
     totals = None
     set_phase(run_id, Run.Phase.DECODING)
     if todo:
         try:
             with LeaseHeartbeat([item.id for item in items], owner, lease_seconds):
                 decoded, totals = decoding.decode_items(
-                    extractor, todo, attributes[schema_id], run.decoder, stack, run_stopped(run_id)
+                    extractor, todo, budget.specs(schema_id), run.decoder, stack, run_stopped(run_id)
                 )
         except decoding.Cancelled:
             cancelled = cancel_own_leases(run_id, [item.id for item in items], owner)

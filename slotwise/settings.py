@@ -17,6 +17,7 @@ from slotwise.env import (
     env_str,
     parse_database_url,
 )
+from slotwise.machine import memory_mb
 from slotwise.processes import needs_secret_key, refuse_a_weak_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -193,6 +194,11 @@ EXTRACTION_BATCH_SIZE = env_int("EXTRACTION_BATCH_SIZE", 16, minimum=1)
 # 32,768 positions) would exhaust a worker's memory and kill it; such a product fails alone with
 # "shorten its description" instead.
 EXTRACTION_MAX_PROMPT_POSITIONS = env_int("EXTRACTION_MAX_PROMPT_POSITIONS", 8192, minimum=256)
+# The memory one worker's decoding of a batch may take, beyond its loaded model: a worker leases
+# products while the estimate of their decoding (from their prompt positions and stacking,
+# runner/budget.py) fits, so a batch of long documents is smaller and one too long to share a batch
+# is decoded alone. Default: half of the machine's memory, or of its container's limit if lower.
+EXTRACTION_MEMORY_BUDGET_MB = env_int("EXTRACTION_MEMORY_BUDGET_MB", memory_mb() // 2, minimum=16)
 # A product whose batch was lost this many times (its worker died each time) is marked failed.
 EXTRACTION_MAX_ATTEMPTS = env_int("EXTRACTION_MAX_ATTEMPTS", 3, minimum=1)
 # One task works this long, then sends itself again: a warm shutdown waits one slice, not a run.

@@ -5,6 +5,7 @@ as when a machine or a container dies.
 """
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -20,10 +21,26 @@ def current_database_url() -> str:
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
+def address_space_limit(megabytes: int):
+    """A preexec_fn capping the process's virtual memory (RLIMIT_AS): its allocations past it fail."""
+    limit = megabytes * 2**20
+
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
 def start_worker(
-    name: str, log_dir: Path, env: dict | None = None, queues: str = "gpu", app: str = "workers"
+    name: str,
+    log_dir: Path,
+    env: dict | None = None,
+    queues: str = "gpu",
+    app: str = "workers",
+    address_space_mb: int | None = None,
 ) -> subprocess.Popen:
-    """A worker of the Celery app `app` (the product's, or a drill's that adds a hook) on `queues`."""
+    """A worker of the Celery app `app` (the product's, or a drill's that adds a hook) on `queues`;
+    address_space_mb caps its virtual memory and its pool process's (a machine with less memory)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     worker_env = {
         **os.environ,
@@ -59,6 +76,7 @@ def start_worker(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=address_space_limit(address_space_mb) if address_space_mb else None,
         )
 
 

@@ -1,12 +1,14 @@
 """The preview step: the first rows as they will be imported, the errors of the rows checked, which
 products are new and which an import updates (and what it changes), and cells a spreadsheet would
-read as a formula (imported as text; every CSV export writes them with a leading apostrophe)."""
+read as a formula (imported as text; every CSV export writes them with a leading apostrophe), and
+documents too long for a worker to decode (counted in the default model's tokens)."""
 
 from dataclasses import dataclass, field
 from itertools import islice
 
 from catalog.csv_safety import looks_like_formula
 from catalog.imports.check import CleanRow, RowChecker, RowError, load_categories
+from catalog.imports.document_length import document_limit, document_tokens
 from catalog.imports.map import Mapping
 from catalog.imports.read import read_rows
 from catalog.models import ImportJob, Product
@@ -33,6 +35,13 @@ class FormulaCell:
     text: str
 
 
+@dataclass(frozen=True)
+class LongDocument:
+    row: int
+    sku: str
+    tokens: int
+
+
 @dataclass
 class Preview:
     rows: list[PreviewRow] = field(default_factory=list)
@@ -44,13 +53,15 @@ class Preview:
     new_products: int = 0
     updated_products: int = 0  # of the good rows checked, SKUs the catalog already has
     formulas: list[FormulaCell] = field(default_factory=list)
+    long_documents: list[LongDocument] = field(default_factory=list)
+    document_limit: int = 0  # tokens; a longer document fails its run
 
 
 def build_preview(job: ImportJob) -> Preview:
     """The first PREVIEW_ROWS rows, and the row errors of the first PREVIEW_CHECK_ROWS checked."""
     mapping = Mapping.from_json(job.mapping)
     checker = RowChecker(job.header, mapping, load_categories())
-    preview = Preview()
+    preview = Preview(document_limit=document_limit())
     rows = read_rows(job.open_file, job.file_format)
     good: list[CleanRow] = []
     for row, cells in islice(rows, PREVIEW_CHECK_ROWS):
@@ -63,6 +74,9 @@ def build_preview(job: ImportJob) -> Preview:
                 for column, text in (("title", clean.title), ("description", clean.description))
                 if looks_like_formula(text)
             ][: max(PREVIEW_ERRORS_SHOWN - len(preview.formulas), 0)]
+            tokens = document_tokens(clean.title, clean.description)
+            if tokens > preview.document_limit and len(preview.long_documents) < PREVIEW_ERRORS_SHOWN:
+                preview.long_documents.append(LongDocument(row, clean.sku, tokens))
         if errors:
             preview.bad_rows += 1
             preview.error_count += len(errors)

@@ -57,6 +57,7 @@ PREFIX_CACHE_SHARE_OF_MODEL = 0.25
 # Schemas whose prompt ids and slot constraints stay built (kilobytes each, beside a prefix cache's
 # megabytes: bounded by count, so a catalog of thousands of categories does not grow a worker forever).
 SCHEMAS_KEPT = 256
+DOCUMENTS_PER_FORWARD = 64  # HPD rows per forward when only the stack is given: 64 documents in all
 
 
 @dataclass
@@ -482,7 +483,7 @@ class Extractor:
                 J, R = self.choose_layout(schema, ids)
             else:
                 J = stack or 1
-                R = rows or max(1, math.ceil(64 / J))
+                R = rows or max(1, math.ceil(DOCUMENTS_PER_FORWARD / J))
             row_docs = hpd.hpd_rows(ids, N, J, spans)
         attention = "dense" if decoder == "hpd-dense" else "blocks"
         decoded = hpd.decode(

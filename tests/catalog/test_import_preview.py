@@ -46,3 +46,22 @@ def test_the_preview_tells_new_from_updated_products_and_flags_formula_like_cell
     assert "updates title, Colour" in body and "no change" in body
     assert 'id="formula-cells"' in body and "every CSV export writes them with a leading apostrophe" in body
     assert Product.objects.count() == 2  # the preview stores nothing
+
+
+def test_the_preview_warns_of_a_description_too_long_for_the_model_in_its_tokens(client_for, alice, tv):
+    """2,950 rare Chinese characters are far under the 20,000 characters a description may have, and
+    take 8,536 of the default model's tokens: over the 8,192 prompt positions a worker decodes."""
+    chinese = "".join(chr(0x3400 + (i * 7) % 0x19C0) for i in range(2950))  # CJK Extension A
+    english = "A plain description of a television. " * 20
+    client = client_for(alice)
+    upload(client, HEADER + f"A1,Acme TV,{chinese},TV,Acme,black\nA2,Globex TV,{english},TV,Globex,\n")
+    job = latest_job()
+    map_columns(client, job)
+    response = client.get(reverse("catalog:import_preview", args=[job.pk]))
+    preview = response.context["preview"]
+    assert preview.bad_rows == 0  # it imports: a warning, not a row error
+    (warning,) = preview.long_documents
+    assert (warning.row, warning.sku) == (2, "A1") and warning.tokens > 8192 > preview.document_limit
+    body = response.content.decode()
+    assert 'id="long-documents"' in body and "row 2 (A1): about 8," in body
+    assert "1 product too long to extract" in body and "shorten its description" in body

@@ -125,8 +125,8 @@ def test_it_takes_an_expired_lease_again_and_refuses_the_old_owners_results(cata
     WorkItem.objects.filter(id__in=[i.id for i in lost]).update(
         lease_expires_at=timezone.now() - timedelta(seconds=1)
     )
-    retaken = lease_batch(run.id, "w2", 4)
-    assert {i.id for i in retaken} == {i.id for i in lost}
+    retaken = [item for _ in lost for item in lease_batch(run.id, "w2", 4)]  # after a death, one at a time
+    assert [i.id for i in retaken] == [i.id for i in lost]
     assert all(i.attempts == 2 for i in retaken)
     assert record_results(run.id, "dead-worker", [values_for(i, "stale") for i in lost]) == 0
     assert not ExtractedValue.objects.filter(run=run).exists()

@@ -27,19 +27,38 @@ def own_media_root(name: str) -> str:
 
 
 def start_worker(
-    queues: str = "gpu,light,train", name: str = "w1", env: dict | None = None, log_path: Path | None = None
+    queues: str = "gpu,light,train",
+    name: str = "w1",
+    env: dict | None = None,
+    log_path: Path | None = None,
+    address_space_mb: int | None = None,
 ):
     """A worker on `queues`, connected to the running test's database, with a MEDIA_ROOT of its own;
-    logs to log_path's folder."""
+    logs to log_path's folder; address_space_mb caps its virtual memory (RLIMIT_AS)."""
     log_dir = log_path.parent if log_path else Path(tempfile.mkdtemp(prefix="slotwise-worker-"))
     worker_env = {
         "DJANGO_SETTINGS_MODULE": "slotwise.settings_test",
         "MEDIA_ROOT": own_media_root(name),
         **(env or {}),
     }
-    worker = worker_processes.start_worker(name, log_dir, env=worker_env, queues=queues)
+    worker = worker_processes.start_worker(
+        name, log_dir, env=worker_env, queues=queues, address_space_mb=address_space_mb
+    )
     worker.media_root = Path(worker_env["MEDIA_ROOT"])
     return worker
+
+
+def peak_memory_mb(worker: subprocess.Popen) -> dict[str, int]:
+    """The largest peak resident (VmHWM) and virtual (VmPeak) memory of the worker and its pool
+    processes, in MB, read while they live."""
+    pids = [worker.pid, *Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split()]
+    peaks = {"VmHWM": 0, "VmPeak": 0}
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in peaks:
+                peaks[key] = max(peaks[key], int(value.split()[0]) // 1024)
+    return peaks
 
 
 def start_beat(log_path: Path, env: dict | None = None) -> subprocess.Popen:

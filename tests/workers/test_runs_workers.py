@@ -19,7 +19,7 @@ from extraction import comparison
 from extraction.models import ExtractedValue, Run, WorkItem
 from extraction.services import RunRequest, do_cancel_run, do_start_run
 from tests.support.runs_catalog import make_catalog
-from tests.support.workers import start_worker, stop_worker, wait_until
+from tests.support.workers import peak_memory_mb, start_worker, stop_worker, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -45,8 +45,11 @@ def empty_queue():
 def workers(tmp_path):
     started: list[subprocess.Popen] = []
 
-    def start(name: str, **env):
-        proc = start_worker(queues="gpu", name=name, env=env, log_path=tmp_path / f"{name}.log")
+    def start(name: str, address_space_mb: int | None = None, **env):
+        log_path = tmp_path / f"{name}.log"
+        proc = start_worker(
+            queues="gpu", name=name, env=env, log_path=log_path, address_space_mb=address_space_mb
+        )
         started.append(proc)
         return proc
 
@@ -184,6 +187,45 @@ def test_a_product_the_engine_cannot_decode_fails_alone(workers, worker_cap, chu
     assert refusal() in failed.error, failed.error
     assert not ExtractedValue.objects.filter(run=run, product=huge).exists()
     assert_exactly_once(run)
+
+
+def batches_written(run: Run) -> list[list[str]]:
+    """The SKUs of each batch a worker recorded (one write transaction: one finished_at), in order."""
+    batches: dict[tuple, list[str]] = {}
+    done = WorkItem.objects.filter(run=run, status=WorkItem.Status.DONE).order_by("finished_at", "id")
+    for done_by, finished_at, sku in done.values_list("done_by", "finished_at", "product__sku"):
+        batches.setdefault((done_by, finished_at), []).append(sku)
+    return list(batches.values())
+
+
+LONG_SKUS = ("SH-0002", "SH-0004")
+# The default model's worker (2 threads, 2 malloc arenas) peaked at 3,314 MB of address space
+# (1,963 MB resident) decoding one long product (~1,550 prompt positions) alone, and at 4,183 MB
+# uncapped taking all six in one batch as it did before batches were sized by memory: a worker this
+# small holds these two stacked no better than one of 9 GB held 8 products of 7,200 tokens stacked
+# (issue 51). The cap sits halfway, about 430 MB from either.
+WORKER_ADDRESS_SPACE_MB = 3750
+SMALL_WORKER = {
+    # Holds one long product's decoding (about 300 MB estimated), not a long one with company.
+    "EXTRACTION_MEMORY_BUDGET_MB": "400",
+    # Its address space does not grow with the host's cores (threads, malloc's arena per thread).
+    "OMP_NUM_THREADS": "2",
+    "MALLOC_ARENA_MAX": "2",
+}
+
+
+def test_long_products_are_decoded_alone_by_a_worker_whose_memory_is_capped(workers):
+    catalog = make_catalog(shoes=6, coffee=0)
+    Product.objects.filter(sku__in=LONG_SKUS).update(description=long_description(240))
+    worker = workers("w1", address_space_mb=WORKER_ADDRESS_SPACE_MB, **SMALL_WORKER)
+    run = start_run(catalog, batch_size=6, stack=4)
+    run = wait_until(lambda: finished(run), timeout=2 * RUN_TIMEOUT, what="the run to finish")
+    peak, batches = peak_memory_mb(worker), batches_written(run)
+    assert run.status == Run.Status.DONE and (run.done, run.failed) == (6, 0), (run.error, batches, peak)
+    assert_exactly_once(run)
+    # each long product in a batch of its own, the short ones in batches as large as the budget holds
+    assert batches == [["SH-0000", "SH-0001"], ["SH-0002"], ["SH-0003"], ["SH-0004"], ["SH-0005"]], peak
+    assert peak["VmPeak"] <= WORKER_ADDRESS_SPACE_MB, batches
 
 
 def test_a_cancelled_run_stops_taking_work(workers):
