@@ -256,6 +256,40 @@ def train_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--lora-from", type=int, default=0, metavar="L", help="--lora: adapt decoder layers L and up only"
     )
+    train_speed_arguments(p)
+
+
+def train_speed_arguments(p: argparse.ArgumentParser) -> None:
+    """Options that make a training step cheaper (measured with tools/bench/train_speed.py)."""
+    p.add_argument(
+        "--base-dtype",
+        choices=["float32", "bfloat16"],
+        default=None,
+        help="the frozen base's dtype, with the trained parameters and their optimizer state in float32 "
+        "(default: float32 on the CPU, bfloat16 on CUDA)",
+    )
+    p.add_argument(
+        "--train-layers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="--base with an adapter: train the adapter of the top N decoder layers only; the layers below "
+        "run frozen without autograd and a trained token's row learns from the output layer alone "
+        "(0 = every adapted layer)",
+    )
+    p.add_argument(
+        "--sparse-token-rows",
+        action="store_true",
+        help="compute the output layer's trained token rows (<|eov|>) apart from the frozen layer: the "
+        "same numbers without copying and differentiating the whole embedding matrix every step",
+    )
+    p.add_argument(
+        "--attention",
+        choices=["dense", "blocks"],
+        default="dense",
+        help="the training forward's HPD attention: a dense mask over each row, or by document (each "
+        "document against the prefix and itself: the same numbers, no score between two documents)",
+    )
 
 
 def train_rows_arguments(p: argparse.ArgumentParser) -> None:

@@ -26,7 +26,7 @@ from extraction.engine.layout import (
 from extraction.engine.modeling import expand_cache, forward_hidden, logprobs
 from extraction.engine.train import augment
 from extraction.engine.train.corpus import Example, load_corpus
-from extraction.engine.train.losses import training_logits
+from extraction.engine.train.losses import training_hidden, training_logits
 from extraction.engine.train.row_packing import RowConfig, RowSampler, build_row, collate
 from extraction.engine.train.starting_model import new_model
 from extraction.engine.train.trainer import run_train
@@ -91,8 +91,9 @@ def teacher_forced_hpd(model, schema, docs: list[list[int]], values: list[list[l
     return out
 
 
-@pytest.mark.parametrize("attn", ["sdpa", "eager"])
-def test_training_forward_equals_prefill_plus_teacher_forced_hpd_steps(tokenizer, attn):
+# "blocks": the training forward by document blocks (--attention blocks, engine/train/doc_blocks.py)
+@pytest.mark.parametrize("attn,attention", [("sdpa", "dense"), ("eager", "dense"), ("sdpa", "blocks")])
+def test_training_forward_equals_prefill_plus_teacher_forced_hpd_steps(tokenizer, attn, attention):
     torch.manual_seed(0)
     model = tiny_model(tokenizer, attn)
     specs = [
@@ -105,7 +106,8 @@ def test_training_forward_equals_prefill_plus_teacher_forced_hpd_steps(tokenizer
     row = build_row(tokenizer, specs, hpd_exs, ar_exs)
     batch = collate([row], tokenizer.pad_token_id)
     with torch.no_grad():
-        logits, labels = training_logits(model, batch, only_labeled=False)
+        hidden = training_hidden(model, batch, attention)
+        logits, labels = training_logits(model, batch, only_labeled=False, hidden=hidden)
     train_lp = torch.log_softmax(logits, -1)  # [T, V]
 
     schema = schema_prompt(tokenizer, specs)

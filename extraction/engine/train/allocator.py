@@ -37,23 +37,27 @@ def under_jemalloc() -> bool:
     return "jemalloc" in os.environ.get("LD_PRELOAD", "")
 
 
-def jemalloc_command(argv: list[str], library: Path = JEMALLOC) -> tuple[str, list[str], dict] | None:
-    """(executable, arguments, environment) that run `python -m extraction ARGV` with jemalloc
+def jemalloc_command(
+    argv: list[str], library: Path = JEMALLOC, module: str = "extraction"
+) -> tuple[str, list[str], dict] | None:
+    """(executable, arguments, environment) that run `python -m MODULE ARGV` with jemalloc
     preloaded, or None when it is loaded already, opted out of, or not installed."""
     if under_jemalloc() or os.environ.get(OPT_OUT) == "1" or not Path(library).is_file():
         return None
     env = dict(os.environ)
     env["LD_PRELOAD"] = " ".join(p for p in (str(library), env.get("LD_PRELOAD", "")) if p)
     env.setdefault("MALLOC_CONF", JEMALLOC_CONF)
-    return sys.executable, [sys.executable, "-m", "extraction", *argv], env
+    return sys.executable, [sys.executable, "-m", module, *argv], env
 
 
-def run_under_jemalloc() -> None:
-    """Re-execute this shell command (`python -m extraction train ...`) under jemalloc when
-    jemalloc_command says so; return otherwise. It replaces the process: not for library use."""
-    command = jemalloc_command(sys.argv[1:])
+def run_under_jemalloc(module: str = "extraction") -> None:
+    """Re-execute this shell command (`python -m MODULE ...`: the train command, the training speed
+    bench) under jemalloc when jemalloc_command says so; return otherwise. It replaces the process:
+    not for library use."""
+    command = jemalloc_command(sys.argv[1:], module=module)
     if command is None:
-        log.info("training on the default allocator (install libjemalloc2 for faster training)")
+        if not under_jemalloc():  # the re-executed process lands here too, under jemalloc
+            log.info("training on the default allocator (install libjemalloc2 for faster training)")
         return
     os.execve(*command)
 

@@ -11,36 +11,48 @@ import torch
 
 from extraction.engine.decode.masks import hpd_training_mask
 from extraction.engine.modeling import cut_window
+from extraction.engine.train.doc_blocks import blocked_hidden
+from extraction.engine.train.phases import phase
 from extraction.engine.train.row_packing import IGNORE
 
 log = logging.getLogger("extraction.train")
 
 
-def training_hidden(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+def training_hidden(model, batch: dict[str, torch.Tensor], attention: str = "dense") -> torch.Tensor:
     """The training forward: one pass with the HPD mask (per layer type for a sliding-window model
-    whose forward takes one: modeling.cut_window) -> last hidden states [B, T, H]."""
+    whose forward takes one: modeling.cut_window) -> last hidden states [B, T, H]. attention
+    "blocks": the same mask by document blocks (doc_blocks.py), no score between two documents."""
     device = next(model.parameters()).device
     dtype = next(model.parameters()).dtype
     b = {k: batch[k].to(device) for k in ("input_ids", "position_ids", "doc_ids", "slot_ids")}
+    if attention == "blocks":
+        return blocked_hidden(causal_lm(model), b)
     window = cut_window(causal_lm(model).config)
-    mask = hpd_training_mask(b["position_ids"], b["doc_ids"], b["slot_ids"], dtype, window)
-    return (
-        causal_lm(model)
-        .base_model(
-            input_ids=b["input_ids"], position_ids=b["position_ids"], attention_mask=mask, use_cache=False
+    with phase("forward: HPD mask"):
+        mask = hpd_training_mask(b["position_ids"], b["doc_ids"], b["slot_ids"], dtype, window)
+    with phase("forward: body"):
+        return (
+            causal_lm(model)
+            .base_model(
+                input_ids=b["input_ids"], position_ids=b["position_ids"], attention_mask=mask, use_cache=False
+            )
+            .last_hidden_state
         )
-        .last_hidden_state
-    )
 
 
 def training_logits(
-    model, batch: dict[str, torch.Tensor], only_labeled: bool = True, hidden=None, key="labels"
+    model,
+    batch: dict[str, torch.Tensor],
+    only_labeled: bool = True,
+    hidden=None,
+    key="labels",
+    sparse_rows: bool = False,
 ):
     """The training forward -> (logits [M, V] float32, labels [M]) for batch[key] ("labels": value
     tokens; "lm_labels": document text). hidden: training_hidden's output, to reuse one forward.
 
     With only_labeled, logits are computed only where a label is (M = labeled tokens); else for
-    all tokens ([B*T, V], labels -100 where none).
+    all tokens ([B*T, V], labels -100 where none). sparse_rows: output_logits'.
     """
     if hidden is None:
         hidden = training_hidden(model, batch)
@@ -50,8 +62,34 @@ def training_logits(
         hidden, labels = hidden[sel], labels[sel]
     else:
         hidden, labels = hidden.reshape(-1, hidden.shape[-1]), labels.reshape(-1)
-    logits = causal_lm(model).get_output_embeddings()(hidden).float()
+    logits = output_logits(causal_lm(model), hidden, sparse_rows).float()
     return logits, labels
+
+
+def trained_token_rows(module) -> tuple[torch.nn.Module, list[int], torch.nn.Parameter] | None:
+    """(the frozen layer, the token ids, their trained rows) of a layer under peft's trainable
+    tokens (the adapter's ``<|eov|>`` row), or None for any other layer."""
+    adapter = getattr(module, "token_adapter", None)
+    names = getattr(adapter, "active_adapters", [])
+    if adapter is None or adapter.merged or adapter.disable_adapters or len(names) != 1:
+        return None
+    return adapter.base_layer, list(adapter.token_indices[names[0]]), adapter.trainable_tokens_delta[names[0]]
+
+
+def output_logits(lm, hidden: torch.Tensor, sparse_rows: bool = False) -> torch.Tensor:
+    """The output layer on hidden [M, D] -> [M, V]. sparse_rows: where peft trains a few token rows of
+    a frozen output layer, the frozen layer runs as it is and only the trained rows' columns are
+    computed apart, the same numbers as peft's forward (the trained rows written into a copy of the
+    whole matrix, 262,144 x 640 for Gemma 3), without that copy and without backward's gradient
+    for the whole matrix (as many multiply-adds as the layer's forward), of which peft keeps a row."""
+    head = lm.get_output_embeddings()
+    rows = trained_token_rows(head) if sparse_rows else None
+    if rows is None:
+        return head(hidden)
+    frozen, ids, trained = rows
+    out = frozen(hidden)  # [M, V]; the frozen weight needs no gradient
+    index = torch.tensor(ids, device=out.device)
+    return out.index_copy_(-1, index, hidden @ trained.to(hidden.dtype).T)  # [M, len(ids)] columns
 
 
 def causal_lm(model):
@@ -86,10 +124,19 @@ def step_losses(model, batch: dict[str, torch.Tensor], cfg, device: str) -> dict
     tokens and terminators, both formats), "extractive" and "lm" when their weights are on. cfg: the
     phase's train.TrainConfig (autocast, extractive_weight, lm_weight)."""
     with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=cfg.autocast == "bf16"):
-        hidden = training_hidden(model, batch)
-        logits, labels = training_logits(model, batch, hidden=hidden)
-        if cfg.lm_weight > 0:
-            lm_logits, lm_labels = training_logits(model, batch, hidden=hidden, key="lm_labels")
+        hidden = training_hidden(model, batch, cfg.attention)
+        with phase("forward: output layer and losses"):
+            sparse = cfg.sparse_token_rows
+            logits, labels = training_logits(model, batch, hidden=hidden, sparse_rows=sparse)
+            lm = None
+            if cfg.lm_weight > 0:
+                lm = training_logits(model, batch, hidden=hidden, key="lm_labels", sparse_rows=sparse)
+    with phase("forward: output layer and losses"):
+        return loss_terms(logits, labels, batch, cfg, lm)
+
+
+def loss_terms(logits, labels, batch: dict[str, torch.Tensor], cfg, lm=None) -> dict:
+    """step_losses' terms from the value logits and labels (and the lm ones, when on)."""
     logits = logits.float()
     weights = batch["weights"].to(logits.device) if "weights" in batch else None
     terms = {
@@ -97,8 +144,8 @@ def step_losses(model, batch: dict[str, torch.Tensor], cfg, device: str) -> dict
     }
     if cfg.extractive_weight > 0:
         terms["extractive"] = extractive_loss(logits, labels, batch["choices"].to(logits.device), weights)
-    if cfg.lm_weight > 0 and len(lm_labels):
-        terms["lm"] = torch.nn.functional.cross_entropy(lm_logits.float(), lm_labels)
+    if lm is not None and len(lm[1]):
+        terms["lm"] = torch.nn.functional.cross_entropy(lm[0].float(), lm[1])
     return terms
 
 

@@ -10,8 +10,10 @@ from pathlib import Path
 import torch
 
 from extraction.engine.base_model import adapted_model, is_adapter
+from extraction.engine.modeling import DTYPES
 from extraction.engine.train.copy_tokenizer import build_tokenizer
 from extraction.engine.train.corpus import Corpus, tokenizer_texts
+from extraction.engine.train.losses import causal_lm
 
 log = logging.getLogger("extraction.train")
 
@@ -67,7 +69,7 @@ def new_model(tokenizer, size: str, seed: int, max_positions: int = 4096):
     return LlamaForCausalLM(config)
 
 
-def load_base(base: str, device: str, add_value_end: bool = True):
+def load_base(base: str, dtype: torch.dtype, add_value_end: bool = True):
     """A local HF causal LM and its tokenizer. With add_value_end, ``<|eov|>`` (layout.VALUE_END)
     joins the vocabulary (embeddings resized): values then end with it in HPD and AR-JSON alike, so
     HPD slot 0 and AR value 0, which see the same context, are trained on the same target."""
@@ -82,7 +84,6 @@ def load_base(base: str, device: str, add_value_end: bool = True):
         raise SystemExit(f"{base}: the tokenizer has no eos token (the HPD terminator)")
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype, attn_implementation="sdpa")
     # everything but the window here; each batch's real span is checked as it is built (train.collate_for)
     check_servable(model.config, span=getattr(model.config, "sliding_window", None))
@@ -93,20 +94,66 @@ def load_base(base: str, device: str, add_value_end: bool = True):
     return model, tokenizer
 
 
+def base_dtype(args) -> torch.dtype:
+    """The frozen base's dtype: --base-dtype, else bfloat16 on CUDA and float32 on the CPU."""
+    if getattr(args, "base_dtype", None):
+        return DTYPES[args.base_dtype]
+    return torch.bfloat16 if args.device.startswith("cuda") else torch.float32
+
+
+def trained_in_float32(model) -> None:
+    """The trained parameters (adapter, trained token rows) in float32 over a lower-precision frozen
+    base: their updates, a learning rate times a small gradient, would mostly round away in
+    bfloat16, and AdamW keeps its moments in its parameters' dtype."""
+    for p in model.parameters():
+        if p.requires_grad and p.dtype != torch.float32:
+            p.data = p.data.float()
+
+
+def train_top_layers(model, n: int) -> None:
+    """Train the adapter on the top n decoder layers only (all where n is 0 or covers them): the
+    lower layers' adapter weights are frozen and the input embeddings detached (a trained token's
+    row then learns from the output layer alone), so no input of a lower layer needs a gradient:
+    they run without autograd and backward stops at the lowest trained layer. Their adapter is
+    merged into their weights for the run (rounded to the base's dtype)."""
+    layers = causal_lm(model).base_model.layers
+    if n <= 0 or n >= len(layers):
+        return
+    from peft.tuners.lora import LoraLayer
+
+    for layer in layers[: len(layers) - n]:
+        for p in layer.parameters():
+            p.requires_grad_(False)
+        # a frozen adapter is a constant: merged into its base weight, a frozen layer runs one matmul
+        # per projection instead of three and two casts (its weights are saved as they were)
+        for module in layer.modules():
+            if isinstance(module, LoraLayer):
+                module.merge()
+    causal_lm(model).get_input_embeddings().register_forward_hook(lambda _m, _i, out: out.detach())
+
+
 def starting_model(args, corpus: Corpus):
     """(model, tokenizer, peak learning rate) for the train command's arguments: --base an
     adapter directory, --base a causal LM (LoRA with --lora), else a new model of --size with a
-    tokenizer trained on the corpus."""
+    tokenizer trained on the corpus; the speed options (--base-dtype, --train-layers) applied."""
+    model, tokenizer, lr = initial_model(args, corpus)
+    if getattr(args, "base_dtype", None):
+        trained_in_float32(model)
+    train_top_layers(model, getattr(args, "train_layers", 0))
+    return model, tokenizer, lr
+
+
+def initial_model(args, corpus: Corpus):
+    """starting_model before its speed options."""
     if args.base and is_adapter(Path(args.base)):
         # a later stage: the same adapter trained further over the same base (its own rank)
-        dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
-        model, tokenizer = adapted_model(Path(args.base), dtype=dtype, trainable=True)
+        model, tokenizer = adapted_model(Path(args.base), dtype=base_dtype(args), trainable=True)
         return model, tokenizer, args.lr or BASE_LR
     if args.base:
         from transformers import AutoTokenizer
 
         base_vocab = len(AutoTokenizer.from_pretrained(args.base))
-        model, tokenizer = load_base(args.base, args.device, add_value_end=not args.keep_vocab)
+        model, tokenizer = load_base(args.base, base_dtype(args), add_value_end=not args.keep_vocab)
         if args.lora:
             model = with_lora(model, list(range(base_vocab, len(tokenizer))), args.lora, args.lora_from)
         return model, tokenizer, args.lr or BASE_LR

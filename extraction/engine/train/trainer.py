@@ -32,6 +32,7 @@ from extraction.engine.train import augment as aug
 from extraction.engine.train.allocator import limit_fragmentation
 from extraction.engine.train.corpus import Corpus, focus_subset, load_corpus, model_settings
 from extraction.engine.train.losses import LossLog, step_losses, total_loss
+from extraction.engine.train.phases import phase
 from extraction.engine.train.row_packing import Row, RowConfig, RowSampler, collate
 from extraction.engine.train.starting_model import starting_model
 
@@ -55,6 +56,8 @@ class TrainConfig:
     autocast: str = "bf16"  # "bf16": bfloat16 autocast (weights stay float32), "none": plain float32
     extractive_weight: float = 0.0  # weight of the extractive loss (0 = off; needs RowConfig.choices)
     lm_weight: float = 0.0  # weight of the language-model loss on the documents' text (0 = off)
+    sparse_token_rows: bool = False  # the output layer's trained token rows apart (losses.output_logits)
+    attention: str = "dense"  # the training forward's attention: "dense" mask or document "blocks"
 
 
 @dataclass
@@ -121,6 +124,21 @@ def optimizer(model, cfg: TrainConfig) -> torch.optim.AdamW:
     )
 
 
+def train_step(model, opt, rows: list[Row], pad_id: int, cfg: TrainConfig, device: str):
+    """One optimizer step on a batch of rows -> (the loss terms, the loss descended)."""
+    with phase("data: collate"):
+        batch = collate_for(rows, pad_id, model, cfg)
+    terms = step_losses(model, batch, cfg, device)
+    opt.zero_grad(set_to_none=True)
+    loss = total_loss(terms, cfg)
+    with phase("backward"):
+        loss.backward()
+    with phase("optimizer"):
+        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], cfg.clip)
+        opt.step()
+    return terms, loss
+
+
 def train_loop(
     model,
     sampler: RowSampler,
@@ -152,13 +170,9 @@ def train_loop(
         lr = lr_at(cfg, progress, step)
         for group in opt.param_groups:
             group["lr"] = lr
-        rows = next(stream)
-        terms = step_losses(model, collate_for(rows, pad_id, model, cfg), cfg, device)
-        opt.zero_grad(set_to_none=True)
-        loss = total_loss(terms, cfg)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-        opt.step()
+        with phase("data: row packing"):
+            rows = next(stream)
+        terms, loss = train_step(model, opt, rows, pad_id, cfg, device)
         step += 1
         tokens += sum(len(r.input_ids) for r in rows)
         losses.add(terms)
@@ -207,6 +221,8 @@ def phase_config(args, lr: float, steps: int, minutes: float, warmup: int) -> Tr
         warmup=min(TrainConfig.warmup, max(1, warmup)),
         extractive_weight=args.extractive_loss,
         lm_weight=lm_weight(args),
+        sparse_token_rows=args.sparse_token_rows,
+        attention=args.attention,
     )
 
 
@@ -297,6 +313,39 @@ def log_model(model) -> tuple[int, int]:
     return n_params, n_trainable
 
 
+@dataclass
+class PreparedRun:
+    """The main phase of the train command before its first step: model, rows and settings."""
+
+    model: torch.nn.Module
+    tokenizer: object
+    lr: float
+    row_cfg: RowConfig
+    aug_cfg: aug.AugmentConfig | None
+    sampler: RowSampler
+    cfg: TrainConfig
+
+
+def prepare_run(args, corpus: Corpus) -> PreparedRun:
+    """The train command's model (on --device), row sampler and settings for its arguments; the
+    training speed bench (tools/bench/train_speed.py) prepares its recipes with it too."""
+    model, tokenizer, lr = starting_model(args, corpus)
+    model.to(args.device)
+    _, p_hpd = formats_of(args)
+    row_cfg = RowConfig(
+        row_tokens=args.row_tokens,
+        p_hpd=p_hpd,
+        keep=keep_shares(args.keep),
+        weights=named_numbers(args.weight, "--weight", "amazon-distant=0.5"),
+        absent_keys=args.absent_keys,
+        choices=args.extractive_loss > 0,
+    )
+    aug_cfg = augment_config(args)
+    sampler = RowSampler(corpus, tokenizer, row_cfg, aug_cfg, args.seed)
+    cfg = phase_config(args, lr, args.steps, args.minutes, warmup=args.steps // 10)
+    return PreparedRun(model, tokenizer, lr, row_cfg, aug_cfg, sampler, cfg)
+
+
 def run_train(args) -> int:
     """The train command (arguments: extraction/engine/cli.py): corpus, model, focus and main phases;
     the model, slotwise.json and training.json written to --out."""
@@ -309,24 +358,15 @@ def run_train(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     corpus = load_corpus(args.data, Path(args.splits_dir))
     log_corpus(corpus)
-    model, tokenizer, lr = starting_model(args, corpus)
-    model.to(args.device)
+    run = prepare_run(args, corpus)
+    model, tokenizer = run.model, run.tokenizer
     n_params, n_trainable = log_model(model)
-    formats, p_hpd = formats_of(args)
-    row_cfg = RowConfig(
-        row_tokens=args.row_tokens,
-        p_hpd=p_hpd,
-        keep=keep_shares(args.keep),
-        weights=named_numbers(args.weight, "--weight", "amazon-distant=0.5"),
-        absent_keys=args.absent_keys,
-        choices=args.extractive_loss > 0,
-    )
-    aug_cfg = augment_config(args)
-    sampler = RowSampler(corpus, tokenizer, row_cfg, aug_cfg, args.seed)
-    cfg = phase_config(args, lr, args.steps, args.minutes, warmup=args.steps // 10)
+    formats, _ = formats_of(args)
     save = saver(model, tokenizer, out, model_settings(corpus, tokenizer))
-    focus = focus_phase(args, model, tokenizer, corpus, lr)
-    result = train_loop(model, sampler, tokenizer.pad_token_id, cfg, args.device, save, args.save_every)
+    focus = focus_phase(args, model, tokenizer, corpus, run.lr)
+    result = train_loop(
+        model, run.sampler, tokenizer.pad_token_id, run.cfg, args.device, save, args.save_every
+    )
     model.to("cpu")
     save(result["steps"])
     meta = {
@@ -336,10 +376,12 @@ def run_train(args) -> int:
         "parameters": n_params,
         "trained_parameters": n_trainable,
         "lora": {"rank": args.lora, "from_layer": args.lora_from} if args.lora else None,
+        "base_dtype": args.base_dtype,
+        "train_layers": args.train_layers,
         "formats": sorted(formats),
-        "augment": None if aug_cfg is None else asdict(aug_cfg),
-        "rows": asdict(row_cfg),
-        "train": asdict(cfg),
+        "augment": None if run.aug_cfg is None else asdict(run.aug_cfg),
+        "rows": asdict(run.row_cfg),
+        "train": asdict(run.cfg),
         "threads": args.threads,
         "device": args.device,
         "data": {name: {"dev": len(dev)} for name, dev in corpus.dev.items()},
