@@ -284,6 +284,13 @@ def train_speed_arguments(p: argparse.ArgumentParser) -> None:
         "same numbers without copying and differentiating the whole embedding matrix every step",
     )
     p.add_argument(
+        "--chunked-loss",
+        action="store_true",
+        help="with a frozen output layer (LoRA): the output layer and its losses by chunks of tokens, "
+        "each chunk's gradient taken at once: the same numbers without holding the [tokens, vocabulary] "
+        "logits",
+    )
+    p.add_argument(
         "--attention",
         choices=["dense", "blocks"],
         default="dense",

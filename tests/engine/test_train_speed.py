@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from extraction.engine.train.corpus import load_corpus
@@ -191,3 +192,49 @@ def test_document_blocks_give_the_dense_masks_logits_and_gradients_on_packed_row
     slots_blind = dict(batch, slot_ids=torch.where(batch["slot_ids"] >= 0, -1, batch["slot_ids"]))
     wrong, _ = run("blocks", slots_blind)
     assert not torch.allclose(wrong, dense, atol=1e-3)
+
+
+def step_gradients(run, rows, **cfg) -> tuple[dict[str, float], dict[str, torch.Tensor]]:
+    """One step's loss terms and the trained parameters' gradients under the config changes cfg, in
+    float32 (bfloat16 autocast would round the two paths' sums differently)."""
+    from dataclasses import replace
+
+    from extraction.engine.train.losses import step_losses
+    from extraction.engine.train.trainer import collate_for
+
+    model, cfg = run.model, replace(run.cfg, autocast="none", **cfg)
+    model.zero_grad(set_to_none=True)
+    batch = collate_for(rows, run.tokenizer.pad_token_id, model, cfg)  # dense or sparse choices
+    terms, loss = step_losses(model, batch, cfg, "cpu")
+    loss.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    return {k: float(v.detach()) for k, v in terms.items()}, grads
+
+
+def test_chunked_loss_gives_the_losses_and_gradients_of_the_whole_logits(tmp_path, monkeypatch):
+    from extraction.engine.train import head_loss
+
+    run, rows = prepared(tmp_path, sparse_token_rows=True)
+    assert run.cfg.extractive_weight > 0  # both losses, the extractive one over its allowed tokens
+    whole_terms, whole = step_gradients(run, rows)
+    # chunks of 3 tokens: many chunks, a last one shorter, on a vocabulary of about 300
+    vocab = run.model.get_output_embeddings().weight.shape[0]
+    monkeypatch.setattr(head_loss, "CHUNK_BYTES", 3 * 4 * vocab)
+    chunked_terms, chunked = step_gradients(run, rows, chunked_loss=True)
+    assert chunked_terms.keys() == whole_terms.keys() == {"value", "extractive"}
+    for name, value in whole_terms.items():
+        assert chunked_terms[name] == pytest.approx(value, rel=1e-5)
+    assert chunked.keys() == whole.keys() and any("trainable_tokens_delta" in n for n in whole)
+    for name in whole:
+        torch.testing.assert_close(chunked[name], whole[name], rtol=1e-4, atol=1e-6)
+    # negative control: without the extractive part's gradient the adapter's gradients differ
+    monkeypatch.setattr(head_loss, "_extractive_part", lambda logits, *a: (logits.new_zeros(()), None))
+    _, without = step_gradients(run, rows, chunked_loss=True)
+    assert any(not torch.allclose(without[n], whole[n], rtol=1e-4, atol=1e-6) for n in whole)
+
+
+def test_chunked_loss_refuses_a_trained_output_layer():
+    from extraction.engine.train.head_loss import FrozenHead
+
+    with pytest.raises(ValueError, match="frozen output layer"):
+        FrozenHead(torch.nn.Parameter(torch.zeros(4, 2)))

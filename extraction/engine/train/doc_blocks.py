@@ -67,7 +67,7 @@ class DocBlocks:
         flat = self.q_index.reshape(-1)
         used = flat < B * T
         self.back[flat[used]] = torch.arange(flat.numel(), device=device)[used]
-        self.masks: dict[tuple[int | None, torch.dtype], torch.Tensor] = {}
+        self.masks: dict[tuple[int | None, torch.dtype, int], torch.Tensor] = {}
         self.calls = 0
 
     @staticmethod
@@ -75,15 +75,20 @@ class DocBlocks:
         """values [B*T] with `fill` appended at index B*T (the empty place of the group indices)."""
         return torch.cat([values, values.new_full((1,), fill)])
 
-    def mask(self, window: int | None, dtype: torch.dtype) -> torch.Tensor:
-        """The additive mask [G, 1, Lq, Lk] of a layer with this sliding window (None: full). A row
-        that sees nothing (an empty place) stays finite, as the dense mask's padding rows do."""
-        if (window, dtype) not in self.masks:
+    def mask(self, window: int | None, dtype: torch.dtype, heads: int = 1) -> torch.Tensor:
+        """The additive mask [G, 1, heads * Lq, Lk] of a layer with this sliding window (None: full),
+        repeated for `heads` query heads folded into the query axis; built once per forward and
+        shared by the layers. A row that sees nothing (an empty place) stays finite, as the dense
+        mask's padding rows do."""
+        key = (window, dtype, heads)
+        if key not in self.masks:
             sees = self.sees
             if window is not None:
                 sees = sees & ((self.q_pos[:, :, None] - self.k_pos[:, None, :]) < window)
-            self.masks[(window, dtype)] = additive(sees, dtype)
-        return self.masks[(window, dtype)]
+            G, Lq, Lk = sees.shape
+            mask = additive(sees, dtype)  # [G, 1, Lq, Lk]
+            self.masks[key] = mask[:, :, None].expand(-1, -1, heads, -1, -1).reshape(G, 1, heads * Lq, Lk)
+        return self.masks[key]
 
     def attend(self, layer: int, q, k, v, scale: float | None, window: int | None = None) -> torch.Tensor:
         """q [B, H, T, D], k / v [B, Hkv, T, D] -> attention output [B, T, H, D]."""
@@ -96,8 +101,7 @@ class DocBlocks:
         kg, vg = _grouped(k, self.k_index), _grouped(v, self.k_index)  # [G, Lk, Hkv, D]
         # a kv head's query heads folded into its query axis (grouped-query attention, no repeat)
         qf = qg.view(G, Lq, hkv, grp, D).permute(0, 2, 3, 1, 4).reshape(G, hkv, grp * Lq, D)
-        mask = self.mask(window, q.dtype)
-        mask = mask[:, :, None].expand(-1, -1, grp, -1, -1).reshape(G, 1, grp * Lq, mask.shape[-1])
+        mask = self.mask(window, q.dtype, grp)
         out = F.scaled_dot_product_attention(
             qf, kg.transpose(1, 2), vg.transpose(1, 2), attn_mask=mask, scale=scale
         )

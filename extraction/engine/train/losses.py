@@ -12,6 +12,7 @@ import torch
 from extraction.engine.decode.masks import hpd_training_mask
 from extraction.engine.modeling import cut_window
 from extraction.engine.train.doc_blocks import blocked_hidden
+from extraction.engine.train.head_loss import FrozenHead, chunked_head_loss
 from extraction.engine.train.phases import phase
 from extraction.engine.train.row_packing import IGNORE
 
@@ -119,20 +120,42 @@ def extractive_loss(
     return weighted_mean(losses, None if weights is None else weights[constrained])
 
 
-def step_losses(model, batch: dict[str, torch.Tensor], cfg, device: str) -> dict:
-    """The loss terms of one step, from one forward pass: "value" (cross-entropy on the value
-    tokens and terminators, both formats), "extractive" and "lm" when their weights are on. cfg: the
-    phase's train.TrainConfig (autocast, extractive_weight, lm_weight)."""
+def step_losses(model, batch: dict[str, torch.Tensor], cfg, device: str) -> tuple[dict, torch.Tensor]:
+    """The loss terms of one step, from one forward pass, and the loss it descends: "value"
+    (cross-entropy on the value tokens and terminators, both formats), "extractive" and "lm" when
+    their weights are on. cfg: the phase's train.TrainConfig (autocast, the loss weights, and
+    chunked_loss: the output layer and its losses by chunks of tokens, head_loss.py)."""
     with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=cfg.autocast == "bf16"):
         hidden = training_hidden(model, batch, cfg.attention)
         with phase("forward: output layer and losses"):
             sparse = cfg.sparse_token_rows
-            logits, labels = training_logits(model, batch, hidden=hidden, sparse_rows=sparse)
             lm = None
             if cfg.lm_weight > 0:
                 lm = training_logits(model, batch, hidden=hidden, key="lm_labels", sparse_rows=sparse)
+            if cfg.chunked_loss:
+                return chunked_terms(model, batch, hidden, cfg, lm)
+            logits, labels = training_logits(model, batch, hidden=hidden, sparse_rows=sparse)
     with phase("forward: output layer and losses"):
-        return loss_terms(logits, labels, batch, cfg, lm)
+        terms = loss_terms(logits, labels, batch, cfg, lm)
+        return terms, total_loss(terms, cfg)
+
+
+def chunked_terms(model, batch: dict[str, torch.Tensor], hidden: torch.Tensor, cfg, lm=None):
+    """step_losses' terms and loss with the value and extractive losses taken by head_loss.py."""
+    labels = batch["labels"].to(hidden.device)
+    sel = labels != IGNORE
+    head = causal_lm(model).get_output_embeddings()
+    rows = trained_token_rows(head)
+    frozen = FrozenHead(head.weight) if rows is None else FrozenHead(rows[0].weight, rows[1], rows[2])
+    choices = None
+    if cfg.extractive_weight > 0:
+        choices = (batch["choice_free"].to(hidden.device), batch["choice_pairs"].to(hidden.device))
+    weights = batch["weights"].to(hidden.device) if "weights" in batch else None
+    loss, terms = chunked_head_loss(hidden[sel], frozen, labels[sel], weights, choices, cfg.extractive_weight)
+    if lm is not None and len(lm[1]):
+        terms["lm"] = torch.nn.functional.cross_entropy(lm[0].float(), lm[1])
+        loss = loss + cfg.lm_weight * terms["lm"]
+    return terms, loss
 
 
 def loss_terms(logits, labels, batch: dict[str, torch.Tensor], cfg, lm=None) -> dict:

@@ -226,12 +226,16 @@ def append_ar_document(tokenizer, schema, prefix_len: int, row: Row, j: int, ex:
     row.labels += [IGNORE] * (len(prompt) - 1) + judged + [IGNORE]
 
 
-def collate(rows: list[Row], pad_id: int, vocab_size: int | None = None) -> dict[str, torch.Tensor]:
+def collate(
+    rows: list[Row], pad_id: int, vocab_size: int | None = None, sparse_choices: bool = False
+) -> dict[str, torch.Tensor]:
     """Right-pad rows (doc = slot = -2, position 0, no loss).
 
     With vocab_size, also "choices": bool [M, V] over the M labeled tokens (row-major order, as
     training_logits selects them), True where extractive decoding allows a token there; a row of
-    all True where it does not constrain the token (keys, JSON punctuation, values off the text)."""
+    all True where it does not constrain the token (keys, JSON punctuation, values off the text).
+    sparse_choices: the same as "choice_free" (bool [M], the unconstrained tokens) and
+    "choice_pairs" ([2, N]: labeled token, allowed token id; by token), for train/head_loss.py."""
     width = max(len(r.input_ids) for r in rows)
 
     def pad(values: list[int], fill: int) -> list[int]:
@@ -253,7 +257,12 @@ def collate(rows: list[Row], pad_id: int, vocab_size: int | None = None) -> dict
         allowed: list[list[int] | None] = []
         for r in rows:
             allowed += [r.choices.get(t) for t, lab in enumerate(r.labels) if lab != IGNORE]
-        batch["choices"] = span.allowed_mask(allowed, vocab_size)
+        if sparse_choices:
+            batch["choice_free"] = torch.tensor([a is None for a in allowed], dtype=torch.bool)
+            pairs = [(m, t) for m, a in enumerate(allowed) if a is not None for t in a]
+            batch["choice_pairs"] = torch.tensor(pairs, dtype=torch.long).reshape(-1, 2).T.contiguous()
+        else:
+            batch["choices"] = span.allowed_mask(allowed, vocab_size)
     return batch
 
 

@@ -31,7 +31,7 @@ from extraction.engine.modeling import check_servable, cut_window
 from extraction.engine.train import augment as aug
 from extraction.engine.train.allocator import limit_fragmentation
 from extraction.engine.train.corpus import Corpus, focus_subset, load_corpus, model_settings
-from extraction.engine.train.losses import LossLog, step_losses, total_loss
+from extraction.engine.train.losses import LossLog, step_losses
 from extraction.engine.train.phases import phase
 from extraction.engine.train.row_packing import Row, RowConfig, RowSampler, collate
 from extraction.engine.train.starting_model import starting_model
@@ -58,6 +58,7 @@ class TrainConfig:
     lm_weight: float = 0.0  # weight of the language-model loss on the documents' text (0 = off)
     sparse_token_rows: bool = False  # the output layer's trained token rows apart (losses.output_logits)
     attention: str = "dense"  # the training forward's attention: "dense" mask or document "blocks"
+    chunked_loss: bool = False  # the output layer and its losses by chunks of tokens (head_loss.py)
 
 
 @dataclass
@@ -106,7 +107,7 @@ def collate_for(rows: list[Row], pad_id: int, model, cfg: TrainConfig) -> dict[s
     restart per document, so that is each document's span, not the row's length): there the HPD
     mask is exactly the model's own, beyond it the batch is refused (modeling.check_servable)."""
     vocab = model.get_output_embeddings().weight.shape[0] if cfg.extractive_weight > 0 else None
-    batch = collate(rows, pad_id, vocab)
+    batch = collate(rows, pad_id, vocab, sparse_choices=cfg.chunked_loss)
     config = getattr(model, "get_base_model", lambda: model)().config
     if cut_window(config) is None:
         check_servable(config, span=int(batch["position_ids"].max()) + 1)
@@ -128,9 +129,8 @@ def train_step(model, opt, rows: list[Row], pad_id: int, cfg: TrainConfig, devic
     """One optimizer step on a batch of rows -> (the loss terms, the loss descended)."""
     with phase("data: collate"):
         batch = collate_for(rows, pad_id, model, cfg)
-    terms = step_losses(model, batch, cfg, device)
+    terms, loss = step_losses(model, batch, cfg, device)
     opt.zero_grad(set_to_none=True)
-    loss = total_loss(terms, cfg)
     with phase("backward"):
         loss.backward()
     with phase("optimizer"):
@@ -223,6 +223,7 @@ def phase_config(args, lr: float, steps: int, minutes: float, warmup: int) -> Tr
         lm_weight=lm_weight(args),
         sparse_token_rows=args.sparse_token_rows,
         attention=args.attention,
+        chunked_loss=args.chunked_loss,
     )
 
 
