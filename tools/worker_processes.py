@@ -1,14 +1,20 @@
 """Real Celery worker processes for the drills, the benchmarks and the tests (what `make dev` runs).
 
 Each worker starts in its own process group, so a SIGKILL of the group takes its pool child with it,
-as when a machine or a container dies.
+as when a machine or a container dies. In a group of its own it gets no Ctrl-C from the terminal,
+and no finally block runs when its starter is terminated or killed; so the kernel kills a worker when
+the thread that started it ends, however it ends (PR_SET_PDEATHSIG), and Celery does the same for
+the pool child. A worker left behind would go on taking its queue's work for nobody.
 """
 
+import ctypes
 import os
 import resource
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -21,12 +27,24 @@ def current_database_url() -> str:
     return f"postgres://{auth}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
 
 
-def address_space_limit(megabytes: int):
-    """A preexec_fn capping the process's virtual memory (RLIMIT_AS): its allocations past it fail."""
-    limit = megabytes * 2**20
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def worker_preexec(address_space_mb: int | None):
+    """The preexec_fn of a worker: it dies with its starter; address_space_mb caps its virtual memory
+    (RLIMIT_AS): its allocations past it fail."""
+    libc = ctypes.CDLL(None, use_errno=True)  # in the parent: after fork the child only calls it
+    starter = os.getpid()
 
     def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        # SIGKILL, not SIGTERM: a warm shutdown would finish the batch in hand for nobody.
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+        if os.getppid() != starter:  # the starter died before prctl: no signal will come
+            os._exit(1)
+        if address_space_mb:
+            limit = address_space_mb * 2**20
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     return apply
 
@@ -76,7 +94,7 @@ def start_worker(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=address_space_limit(address_space_mb) if address_space_mb else None,
+            preexec_fn=worker_preexec(address_space_mb),
         )
 
 
@@ -106,3 +124,14 @@ def stop_worker(proc: subprocess.Popen, timeout: float = 20) -> None:
         except subprocess.TimeoutExpired:
             pass
     kill_worker(proc)
+
+
+@contextmanager
+def running_worker(name: str, log_dir: Path, **options) -> Iterator[subprocess.Popen]:
+    """start_worker(name, log_dir, **options) for the body of a `with`, stopped (warm shutdown) when it
+    ends; if the process is terminated or killed instead, the kernel kills the worker."""
+    proc = start_worker(name, log_dir, **options)
+    try:
+        yield proc
+    finally:
+        stop_worker(proc)

@@ -50,15 +50,13 @@ def bench_run(
     request = {"decoder": decoder, "batch_size": batch_size, "stack": stack}
 
     log_dir = settings.BASE_DIR / ".data" / "bench"
-    worker = worker_processes.start_worker("bench-w1", log_dir)
     engine_rates, runs = [], []
-    try:
+    # The worker ends with this command, however it ends (a timeout's SIGTERM, Ctrl-C, an error).
+    with worker_processes.running_worker("bench-w1", log_dir):
         _run(RunRequest(catalog=warmup, name="Bench warm-up", **request), timeout)
         for turn in range(1, max(1, repeats) + 1):
             engine_rates.append(_engine_alone(catalog, request))
             runs.append(_run(RunRequest(catalog=catalog, name=f"Bench {turn}", **request), timeout))
-    finally:
-        worker_processes.stop_worker(worker)
     walls = {run.id: (run.finished_at - run.created_at).total_seconds() for run in runs}
     run = min(runs, key=lambda r: walls[r.id])
     engine_rate = max(engine_rates)
