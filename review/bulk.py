@@ -9,7 +9,10 @@ changed only at the version the job read when it started: one someone else chang
 bulk action on the same values included) is theirs, and the job skips and counts it.
 The filter may bound the confidence: auto-accept ("accept every pending value with confidence at
 least t") is a bulk accept whose filter says status=pending, min_confidence=t.
+A job that fails is marked failed with its error, inline or in the background (run_or_mark_failed).
 """
+
+import logging
 
 from django.conf import settings
 from django.db import transaction
@@ -19,6 +22,8 @@ from review.actions import review_locked
 from review.filters import QueueFilter
 from review.models import BulkAction, ValueEvent, ValueReview
 from review.transition import ReviewConflict, locked_values
+
+log = logging.getLogger(__name__)
 
 EVENT = {
     BulkAction.Action.ACCEPT: ValueEvent.Action.BULK_ACCEPT,
@@ -104,6 +109,17 @@ def run_bulk_action(job_id: int) -> BulkAction | None:
     BulkAction.objects.filter(pk=job.pk).update(status=BulkAction.Status.DONE, finished_at=timezone.now())
     job.refresh_from_db()
     return job
+
+
+def run_or_mark_failed(job_id: int) -> BulkAction | None:
+    """run_bulk_action; when it raises, the job is marked failed with the error instead of being left
+    running, and the chunks committed before stay. The request and the Celery task both run jobs so."""
+    try:
+        return run_bulk_action(job_id)
+    except Exception as exc:  # noqa: BLE001 - the job must say it failed, whatever the cause
+        log.exception("bulk action %s failed", job_id)
+        mark_failed(job_id, f"{type(exc).__name__}: {exc}")
+        return BulkAction.objects.filter(pk=job_id).first()
 
 
 def mark_failed(job_id: int, error: str) -> None:

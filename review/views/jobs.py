@@ -49,11 +49,16 @@ def launch_bulk(request, queue_filter: QueueFilter, action: str, back_to: dict |
     auto-accept page starts its accept through here too. `back_to`: the queue filter to return to."""
     job = bulk.do_create_bulk_action(queue_filter, action, request.user)
     if job.total <= bulk.inline_limit():
-        job = bulk.run_bulk_action(job.pk)
-        messages.success(
-            request,
-            f"{PAST[job.action]} {job.changed} values" + (f", {job.skipped_note}." if job.skipped else "."),
-        )
+        job = bulk.run_or_mark_failed(job.pk)
+        if job.status == BulkAction.Status.FAILED:
+            messages.error(
+                request,
+                f"Bulk {job.get_action_display().lower()} #{job.pk} failed: {job.error}. "
+                f"The {job.changed} values it changed before stay changed.",
+            )
+        else:
+            skipped = f", {job.skipped_note}." if job.skipped else "."
+            messages.success(request, f"{PAST[job.action]} {job.changed} values{skipped}")
         return redirect(_queue_url(back_to or queue_filter.as_params()))
     transaction.on_commit(lambda: tasks.run_bulk_action.delay(job.pk))
     return redirect("review:bulk_status", job_id=job.pk)

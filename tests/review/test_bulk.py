@@ -8,6 +8,7 @@ import pytest
 from django.test import Client, override_settings
 from django.urls import reverse
 
+from review import bulk
 from review.actions import do_review
 from review.bulk import do_create_bulk_action, run_bulk_action
 from review.filters import QueueFilter
@@ -211,3 +212,33 @@ def test_a_background_bulk_action_skips_the_values_changed_after_it_started(alic
         assert '<span id="job-skipped">3 skipped: changed by someone else</span>' in page
     finally:
         stop_worker(worker)
+
+
+@override_settings(REVIEW_BULK_CHUNK=2)
+@pytest.mark.django_db
+def test_an_inline_bulk_action_that_fails_is_marked_failed_and_keeps_its_first_chunks(
+    client_for, bob, monkeypatch
+):
+    scene = make_scenario(products=2)  # 4 values: two chunks of 2, within the request
+    ids = sorted(v.pk for v in scene.values)
+    review_locked = bulk.review_locked
+
+    def fail_on_the_third_value(value, *args, **kwargs):
+        if value.pk == ids[2]:
+            raise RuntimeError("disk full")
+        return review_locked(value, *args, **kwargs)
+
+    monkeypatch.setattr(bulk, "review_locked", fail_on_the_third_value)
+    response = client_for(bob).post(
+        reverse("review:bulk"), {"run": scene.run.pk, "action": "accept"}, follow=True
+    )
+
+    job = BulkAction.objects.get()
+    assert (job.status, job.error, job.done, job.changed) == ("failed", "RuntimeError: disk full", 2, 2)
+    assert job.finished_at is not None
+    assert response.status_code == 200
+    assert banner(response) == [
+        f"Bulk accept #{job.pk} failed: RuntimeError: disk full. The 2 values it changed before stay changed."
+    ]
+    statuses = dict(scene.run.values.values_list("pk", "review__status"))
+    assert [statuses[pk] for pk in ids] == ["accepted", "accepted", "pending", "pending"]
