@@ -10,6 +10,7 @@ from catalog import budgets
 from catalog.models import Attribute, Catalog, Category
 from catalog.schemas import MAX_TOKEN_BUDGET, AttributeData
 from slotwise.names import validate_name
+from slotwise.number_fields import WholeNumberField
 
 SCHEMA_FILE_MAX_BYTES = 1024 * 1024
 
@@ -29,7 +30,7 @@ class AttributeForm(forms.Form):
     allowed_values = forms.CharField(
         required=False, help_text="Enumerations only: the values, separated by commas."
     )
-    max_tokens = forms.IntegerField(
+    max_tokens = WholeNumberField(
         min_value=1,
         max_value=MAX_TOKEN_BUDGET,
         required=False,

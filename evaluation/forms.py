@@ -9,6 +9,7 @@ from evaluation.models import System
 from evaluation.systems import system_for_run
 from extraction.models import Run
 from slotwise.names import validate_name
+from slotwise.number_fields import WholeNumberField
 
 MAX_SEED = 2**31 - 1
 
@@ -37,9 +38,9 @@ class CampaignForm(forms.Form):
     )
     first_system = forms.ChoiceField()
     second_system = forms.ChoiceField()
-    sample_size = forms.IntegerField(min_value=1, max_value=100_000, initial=40)
-    seed = forms.IntegerField(min_value=0, max_value=MAX_SEED, help_text="Same seed, same sample and sides.")
-    raters_per_item = forms.IntegerField(min_value=1, max_value=50, initial=2)
+    sample_size = WholeNumberField(min_value=1, max_value=100_000, initial=40)
+    seed = WholeNumberField(min_value=0, max_value=MAX_SEED, help_text="Same seed, same sample and sides.")
+    raters_per_item = WholeNumberField(min_value=1, max_value=50, initial=2)
     raters = forms.ModelMultipleChoiceField(
         queryset=get_user_model().objects.none(),
         required=False,

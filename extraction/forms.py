@@ -7,6 +7,7 @@ from extraction.services import BOTH, DECODER_CHOICES, RunRequest
 from registry.cache import run_model_dir
 from registry.versions import offered_versions
 from slotwise.names import validate_name
+from slotwise.number_fields import WholeNumberField
 
 
 def with_versions(choices: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -33,13 +34,13 @@ class RunForm(forms.Form):
     )
     decoder = forms.ChoiceField(choices=DECODER_CHOICES, initial="hpd", widget=forms.RadioSelect)
     model_dir = forms.ChoiceField(label="Model", required=False)
-    batch_size = forms.IntegerField(
+    batch_size = WholeNumberField(
         required=False,
         min_value=1,
         max_value=512,
         help_text=f"Products per leased batch (default {settings.EXTRACTION_BATCH_SIZE}).",
     )
-    stack = forms.IntegerField(
+    stack = WholeNumberField(
         required=False,
         min_value=1,
         max_value=64,

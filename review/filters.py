@@ -12,7 +12,7 @@ from django.db.models import Case, Exists, IntegerField, OuterRef, QuerySet, Sub
 from extraction.comparison import agree
 from extraction.models import ExtractedValue, Run
 from review.models import ValueReview
-from slotwise.params import ParameterError, optional_id
+from slotwise.params import ParameterError, optional_id, parse_number
 
 USEFUL = "useful"  # computed in Python: review/useful_order.py, ranked by review/usefulness.py
 SORTS = {
@@ -80,10 +80,10 @@ def _optional_confidence(params, name: str) -> float | None:
     if not raw:
         return None
     try:
-        number = float(raw)
-    except ValueError:
-        raise FilterError(f"{name}: expected a number from 0 to 1, got {raw!r}") from None
-    if not 0.0 <= number <= 1.0:  # also refuses nan and inf
+        number = parse_number(raw, name, "a number from 0 to 1")
+    except ParameterError as exc:
+        raise FilterError(str(exc)) from None
+    if not 0.0 <= number <= 1.0:
         raise FilterError(f"{name}: {raw} is outside 0 to 1 (confidences are probabilities)")
     return number
 

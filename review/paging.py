@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
 
-from slotwise.params import parse_whole_number
+from slotwise.params import parse_number, parse_whole_number
 
 CURSOR_SEPARATOR = "_"
 
@@ -43,7 +43,7 @@ def _read(part: str, field: str):
         if part not in ("True", "False"):
             raise ValueError(part)
         return part == "True"
-    return float(part)
+    return parse_number(part, "page cursor")
 
 
 def _parse(cursor: str, ordering: list[str]) -> list:

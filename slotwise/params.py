@@ -1,13 +1,15 @@
-"""Ids, whole numbers and prices read from query and form parameters, parsed in one place.
+"""Ids, whole numbers, fractions and prices read from query and form parameters, parsed in one place.
 
 Only ASCII digits make a number here. `str.isdigit()` is true for "²" and "①", which `int()` then
-refuses (a server error where a 400 belonged), and `int()`, `Decimal()` and Django's number fields
-take "１" or "٣" for a digit. A number outside what PostgreSQL's columns hold, a fraction where a
-whole number belongs, NaN and infinity are refused too. Each parser raises ParameterError with a
-message that names the parameter, says what it expected and quotes what came; a view reads all its
-parameters before it writes anything.
+refuses (a server error where a 400 belonged), and `int()`, `float()`, `Decimal()` and Django's
+number fields take "１" or "٣" for a digit (the forms' number fields: slotwise/number_fields.py). A
+number outside what PostgreSQL's columns hold, a fraction where a whole number belongs, NaN and
+infinity are refused too. Each parser raises ParameterError with a message that names the
+parameter, says what it expected and quotes what came; a view reads all its parameters before it
+writes anything.
 """
 
+import math
 import re
 from decimal import Decimal
 
@@ -19,6 +21,9 @@ PRICE_STEP = Decimal("0.01")
 # At most 30 digits: more than any column holds, and short enough that int() is quick on it.
 WHOLE_NUMBER = re.compile(r"-?[0-9]{1,30}")
 PRICE = re.compile(r"[0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30}")
+# A fraction as people type it and as repr(float) writes it ("0.5", ".5", "1e-05"); not "nan", "inf"
+# or "1_0", which float() also reads.
+NUMBER = re.compile(r"-?([0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30})([eE][-+]?[0-9]{1,3})?")
 LIST_SEPARATOR = ","
 
 
@@ -40,6 +45,16 @@ def parse_whole_number(
     if WHOLE_NUMBER.fullmatch(raw):
         number = int(raw)
         if minimum <= number <= maximum:
+            return number
+    raise ParameterError(f"{name}: expected {expected}, got {raw!r}")
+
+
+def parse_number(raw: str, name: str, expected: str = "a number") -> float:
+    """`raw` as a finite float; `expected` says what it is for in the message. Its range is the
+    caller's to check (a confidence, a percentage, a page cursor's sort value)."""
+    if NUMBER.fullmatch(raw):
+        number = float(raw)
+        if math.isfinite(number):  # "1e999" overflows to infinity
             return number
     raise ParameterError(f"{name}: expected {expected}, got {raw!r}")
 

@@ -18,6 +18,7 @@ from review.filters import FilterError, QueueFilter
 from review.models import BulkAction
 from review.views.jobs import launch_bulk
 from slotwise.error_pages import bad_request
+from slotwise.params import ParameterError, parse_number
 
 DEFAULT_TARGET = "98"
 
@@ -26,10 +27,10 @@ def parse_target(raw: str) -> float:
     """A precision typed as a percentage ("98", "98%", "99.5"), as a fraction."""
     text = (raw or "").strip().rstrip("%").strip()
     try:
-        percent = float(text)
-    except ValueError:
+        percent = parse_number(text, "target precision")
+    except ParameterError:
         raise ValueError(f"target precision: {raw!r} is not a number; type a percentage such as 98") from None
-    if not 0 < percent <= 100:  # refuses nan too
+    if not 0 < percent <= 100:
         raise ValueError(f"target precision: {raw} is outside 0 to 100 percent")
     return percent / 100
 

@@ -143,6 +143,18 @@ def test_a_broken_page_cursor_is_a_clear_error(client_for, bob):
     assert response.status_code == 400 and "page cursor" in response.content.decode()
 
 
+def test_a_page_cursor_with_non_ascii_digits_is_refused(client_for, bob):
+    scene = make_scenario(products=1)
+    value = scene.values[0]
+    confidence = repr(value.confidence)
+    client = client_for(bob)
+    after = f"False_{confidence}_{value.pk}"  # what key_of writes: cut, confidence, id
+    assert client.get(reverse("review:queue"), {"run": scene.run.pk, "after": after}).status_code == 200
+    wide = confidence.translate(str.maketrans("0123456789", "０１２３４５６７８９"))  # float() reads them
+    response = client.get(reverse("review:queue"), {"run": scene.run.pk, "after": f"False_{wide}_{value.pk}"})
+    assert response.status_code == 400 and "page cursor" in response.content.decode()
+
+
 def test_it_says_which_filter_is_wrong(client_for, bob):
     make_scenario(products=1)
     response = client_for(bob).get(reverse("review:queue"), {"status": "done", "run": "x"})

@@ -1,4 +1,5 @@
-"""slotwise/params.py: whole numbers, ids and prices from request parameters, ASCII digits only."""
+"""slotwise/params.py: whole numbers, fractions, ids and prices from request parameters, ASCII digits
+only."""
 
 from decimal import Decimal
 
@@ -12,6 +13,7 @@ from slotwise.params import (
     optional_ids,
     optional_price,
     optional_version,
+    parse_number,
     parse_whole_number,
     whole_number,
 )
@@ -68,3 +70,22 @@ def test_a_list_of_ids_with_one_bad_item_is_refused_whole(raw):
 def test_it_refuses_a_price_that_is_not_one(raw):
     with pytest.raises(ParameterError, match=r"^price: expected a price per hour from 0 to 10000, got "):
         optional_price({"price": raw}, "price")
+
+
+# float() reads all of these but "", ".", "1,5", "0x1" and "1e" (and "1e999" as infinity).
+NOT_FRACTIONS = ["０.５", "0.５", "", " 1", ".", "1,5", "1_0", "0x1", "nan", "inf", "1e", "1e999", "9" * 31]
+
+
+@pytest.mark.parametrize("raw", [*NOT_ASCII_DIGITS, *NOT_FRACTIONS])
+def test_it_refuses_a_fraction_that_is_not_ascii_digits(raw):
+    with pytest.raises(ParameterError) as refused:
+        parse_number(raw, "min_confidence", "a number from 0 to 1")
+    assert str(refused.value) == f"min_confidence: expected a number from 0 to 1, got {raw!r}"
+
+
+@pytest.mark.parametrize(
+    ("raw", "number"),
+    [("0", 0.0), ("98", 98.0), ("0.5", 0.5), (".5", 0.5), ("1.", 1.0), ("-0.25", -0.25), ("1e-05", 1e-05)],
+)
+def test_it_reads_a_fraction_in_ascii_digits(raw, number):
+    assert parse_number(raw, "min_confidence") == number
