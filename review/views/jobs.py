@@ -21,6 +21,8 @@ CONTENT_TYPES = {ExportJob.Format.CSV: "text/csv; charset=utf-8", ExportJob.Form
 
 
 PAST = {BulkAction.Action.ACCEPT: "Accepted", BulkAction.Action.REJECT: "Rejected"}
+# Marks the message of a finished bulk action: base.html gives it an Undo button (the "u" key's undo).
+UNDOABLE_BULK = "undoable-bulk"
 
 
 def _queue_url(params: dict) -> str:
@@ -58,7 +60,9 @@ def launch_bulk(request, queue_filter: QueueFilter, action: str, back_to: dict |
             )
         else:
             skipped = f", {job.skipped_note}." if job.skipped else "."
-            messages.success(request, f"{PAST[job.action]} {job.changed} values{skipped}")
+            messages.success(
+                request, f"{PAST[job.action]} {job.changed} values{skipped}", extra_tags=UNDOABLE_BULK
+            )
         return redirect(_queue_url(back_to or queue_filter.as_params()))
     transaction.on_commit(lambda: tasks.run_bulk_action.delay(job.pk))
     return redirect("review:bulk_status", job_id=job.pk)

@@ -229,3 +229,22 @@ def test_choosing_the_useful_order_changes_what_comes_first(live_server, bob, pa
         rows = page.eval_on_selector_all("#queue-body form.vrow", "forms => forms.map(f => f.id)")
         assert rows[:3] == [f"value-{scene.values[n].pk}" for n in ("zest", "bob1", "acme")]
         assert "sort=useful" in page.url  # the order is in the address, so a reload keeps it
+
+
+def test_the_undo_button_on_a_bulk_accepts_banner_takes_it_back(live_server, bob, password):
+    scene = make_scenario(products=3)
+    values = ExtractedValue.objects.filter(run=scene.run)
+    with chromium_page() as page:
+        page.on("dialog", lambda dialog: dialog.accept())
+        sign_in(page, live_server.url, "bob", password)
+        page.goto(f"{live_server.url}/review/queue/?run={scene.run.pk}")
+        page.click("#bulk-accept")
+        page.wait_for_selector(".msg-success:has-text('Accepted 6 values')")
+        assert set(values.values_list("review__status", flat=True)) == {"accepted"}
+        page.click(".messages #undo-bulk")
+        page.wait_for_selector(".msg-success:has-text('Undone your bulk accept')")
+        assert page.locator("#queue-body .vrow.status-pending").count() == 6
+        assert page.locator("#queue-body .vrow.status-accepted").count() == 0
+        assert page.locator("#undo-bulk").count() == 0  # the undo's own message offers no second undo
+    assert set(values.values_list("review__status", flat=True)) == {"pending"}
+    assert ValueEvent.objects.filter(actor=bob, action="undo").count() == 6
