@@ -86,6 +86,16 @@ def whole_number(params, name: str, minimum: int = 0, maximum: int = MAX_ID) -> 
     return parse_whole_number(raw, name, minimum, maximum)
 
 
+def choice(params, name: str, choices, default: str) -> str:
+    """One of `choices` (a filter's fixed values, say), or `default` when the parameter is absent or blank."""
+    raw = _text(params, name)
+    if not raw:
+        return default
+    if raw in choices:
+        return raw
+    raise ParameterError(f"{name}: expected one of {', '.join(choices)}, got {raw!r}")
+
+
 def optional_version(params, name: str) -> int | None:
     """A schema version number (1 or more), or None when blank."""
     raw = _text(params, name)

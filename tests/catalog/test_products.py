@@ -1,13 +1,18 @@
 """Product browser: filters by catalog, category and text; pagination; a product's page."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from catalog.models import Catalog, Product
 from catalog.schemas import AttributeData
-from catalog.views.products import PRODUCTS_PER_PAGE
+from catalog.views.products import CORRECTED, PENDING, PRODUCTS_PER_PAGE
 from extraction.models import ExtractedValue, Run
+from review.actions import do_review
+from review.models import ValueReview
 from tests.support.catalog import make_category
+from tests.support.factories import make_scenario
 
 
 @pytest.fixture
@@ -89,3 +94,36 @@ def test_it_keeps_raters_out_of_the_product_browser(client_for, carol, shelves):
     client = client_for(carol)
     assert client.get(reverse("catalog:products")).status_code == 403
     assert client.get(reverse("catalog:product", args=[Product.objects.first().pk])).status_code == 403
+
+
+def test_it_filters_by_review_state_in_one_query_for_the_page(client_for, bob):
+    scene = make_scenario(products=12)
+    done = [v for v in scene.values if v.product == scene.products[0]]
+    for value in done:
+        do_review(value.pk, 0, "accept", bob)
+    client = client_for(bob)
+    url = reverse("catalog:products")
+    assert listed(client.get(url, {"review": "reviewed"})) == ["S0000"]
+    assert listed(client.get(url, {"review": "needs-review"})) == [f"S{n:04d}" for n in range(1, 12)]
+    assert len(listed(client.get(url, {"review": "all"}))) == 12
+    shown = client.get(url, {"review": "reviewed"}).context["page"][0]
+    assert (shown.value_count, shown.reviewed_count, shown.corrected_count) == (2, 2, 0)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            client.get(url)
+        return len(captured)
+
+    twelve = queries()
+    make_scenario(products=20)  # more products and values: the same queries, none per row
+    assert queries() == twelve
+    refused = client.get(url, {"review": "done"})
+    assert refused.status_code == 400
+    assert (
+        "review: expected one of all, needs-review, reviewed, got &#x27;done&#x27;"
+        in refused.content.decode()
+    )
+
+
+def test_the_statuses_the_list_counts_by_name_are_the_review_apps():
+    assert (PENDING, CORRECTED) == (ValueReview.Status.PENDING, ValueReview.Status.CORRECTED)

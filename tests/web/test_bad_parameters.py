@@ -69,7 +69,12 @@ def attribute_form(prefix: str = "") -> dict:
 
 
 VIEWS = [
-    View("product list", "get", lambda w: reverse("catalog:products"), ("catalog", "category", "q", "page")),
+    View(
+        "product list",
+        "get",
+        lambda w: reverse("catalog:products"),
+        ("catalog", "category", "q", "review", "page"),
+    ),
     View(
         "schema export",
         "get",

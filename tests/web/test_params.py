@@ -9,6 +9,7 @@ from django.http import QueryDict
 from slotwise.params import (
     MAX_ID,
     ParameterError,
+    choice,
     optional_id,
     optional_ids,
     optional_price,
@@ -89,3 +90,11 @@ def test_it_refuses_a_fraction_that_is_not_ascii_digits(raw):
 )
 def test_it_reads_a_fraction_in_ascii_digits(raw, number):
     assert parse_number(raw, "min_confidence") == number
+
+
+def test_a_choice_is_one_of_its_values_or_the_default_when_blank():
+    choices = ("all", "needs-review")
+    assert choice(QueryDict("f=needs-review"), "f", choices, "all") == "needs-review"
+    assert choice(QueryDict("f=+"), "f", choices, "all") == "all"
+    with pytest.raises(ParameterError, match="f: expected one of all, needs-review, got 'All'"):
+        choice(QueryDict("f=All"), "f", choices, "all")
