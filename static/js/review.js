@@ -82,6 +82,13 @@
     row.focus({ preventScroll: true });
   }
 
+  // The bulk banner's Undo takes back the reviewer's last change, as the undo key does: once a row
+  // has changed since, that is no longer the bulk action the banner names, so the button goes.
+  function dropBulkUndo() {
+    const button = document.getElementById("undo-bulk");
+    if (button) button.form.remove();
+  }
+
   function goPage(id) {
     const link = document.getElementById(id);
     if (link) link.click();
@@ -186,6 +193,7 @@
         if (row.dataset.attempted) box.hidden = false;
         return;
       }
+      dropBulkUndo();
       if (index === active) activate(index + 1 < rows().length ? index + 1 : index);
     });
 

@@ -248,3 +248,19 @@ def test_the_undo_button_on_a_bulk_accepts_banner_takes_it_back(live_server, bob
         assert page.locator("#undo-bulk").count() == 0  # the undo's own message offers no second undo
     assert set(values.values_list("review__status", flat=True)) == {"pending"}
     assert ValueEvent.objects.filter(actor=bob, action="undo").count() == 6
+
+
+def test_the_bulk_banners_undo_button_goes_once_a_value_changed_after_it(live_server, bob, password):
+    scene = make_scenario(products=3)
+    first = ExtractedValue.objects.filter(run=scene.run).order_by("confidence", "id").first()
+    with chromium_page() as page:
+        page.on("dialog", lambda dialog: dialog.accept())
+        sign_in(page, live_server.url, "bob", password)
+        page.goto(f"{live_server.url}/review/queue/?run={scene.run.pk}")
+        page.click("#bulk-accept")
+        page.wait_for_selector(".messages #undo-bulk")
+        page.wait_for_selector(f"#value-{first.pk}.active")
+        page.keyboard.press("r")  # its undo would now take back this rejection, not the bulk accept
+        page.wait_for_selector(f"#value-{first.pk}.status-rejected")
+        page.wait_for_selector("#undo-bulk", state="detached")
+        assert "Accepted 6 values" in page.inner_text(".messages")  # the banner itself stays
