@@ -189,16 +189,21 @@ def test_a_reviewer_corrects_an_enumeration_from_its_list_by_keyboard(live_serve
     assert reviewed == ["Women", "Unisex", "n/a"]
 
 
+def bulk_accept_in_queue(page, live_server, password, run) -> None:
+    """bob signs in, opens the run's queue and accepts everything it shows (confirming the dialog)."""
+    page.on("dialog", lambda dialog: dialog.accept())
+    sign_in(page, live_server.url, "bob", password)
+    page.goto(f"{live_server.url}/review/queue/?run={run.pk}")
+    page.click("#bulk-accept")
+
+
 def test_u_after_a_bulk_accept_takes_the_bulk_accept_back_and_says_so(live_server, bob, password):
     scene = make_scenario(products=30)  # 60 values over three pages
     order = list(ExtractedValue.objects.filter(run=scene.run).order_by("confidence", "id"))
     older = order[-1]  # bob corrected a value on the last page before
     do_review(older.pk, 0, "correct", bob, text="Older fix")
     with chromium_page() as page:
-        page.on("dialog", lambda dialog: dialog.accept())
-        sign_in(page, live_server.url, "bob", password)
-        page.goto(f"{live_server.url}/review/queue/?run={scene.run.pk}")
-        page.click("#bulk-accept")
+        bulk_accept_in_queue(page, live_server, password, scene.run)
         page.wait_for_selector(".msg-success:has-text('Accepted 59 values')")
         page.wait_for_selector(f"#value-{order[0].pk}.status-accepted")
         page.keyboard.press("u")
@@ -235,10 +240,7 @@ def test_the_undo_button_on_a_bulk_accepts_banner_takes_it_back(live_server, bob
     scene = make_scenario(products=3)
     values = ExtractedValue.objects.filter(run=scene.run)
     with chromium_page() as page:
-        page.on("dialog", lambda dialog: dialog.accept())
-        sign_in(page, live_server.url, "bob", password)
-        page.goto(f"{live_server.url}/review/queue/?run={scene.run.pk}")
-        page.click("#bulk-accept")
+        bulk_accept_in_queue(page, live_server, password, scene.run)
         page.wait_for_selector(".msg-success:has-text('Accepted 6 values')")
         assert set(values.values_list("review__status", flat=True)) == {"accepted"}
         page.click(".messages #undo-bulk")
@@ -254,10 +256,7 @@ def test_the_bulk_banners_undo_button_goes_once_a_value_changed_after_it(live_se
     scene = make_scenario(products=3)
     first = ExtractedValue.objects.filter(run=scene.run).order_by("confidence", "id").first()
     with chromium_page() as page:
-        page.on("dialog", lambda dialog: dialog.accept())
-        sign_in(page, live_server.url, "bob", password)
-        page.goto(f"{live_server.url}/review/queue/?run={scene.run.pk}")
-        page.click("#bulk-accept")
+        bulk_accept_in_queue(page, live_server, password, scene.run)
         page.wait_for_selector(".messages #undo-bulk")
         page.wait_for_selector(f"#value-{first.pk}.active")
         page.keyboard.press("r")  # its undo would now take back this rejection, not the bulk accept
