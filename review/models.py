@@ -119,6 +119,47 @@ class ValueReview(models.Model):
             allowed &= Q(truncated=False)
         return allowed
 
+    # The state a reader is told (the product page, the export of values as they stand): the
+    # status, with two things named apart that the status hides: "n/a" (the product has no such
+    # value, a person's or the model's word) and an acceptance nobody looked at (made in bulk).
+    NA_STATE = "n/a"
+    BULK_STATE = "accepted in bulk"
+    # A bulk accept bounded by a confidence threshold, whichever page started it: what auto-accept does.
+    AUTO_STATE = "auto-accepted"
+
+    @classmethod
+    def state_of(
+        cls, status: str, reviewed_value: str, made_by: str | None, bulk_filters: dict | None
+    ) -> str:
+        """The state word of a review whose current state was made by the history action `made_by`
+        (the newest change still standing, None before any), part of a bulk action with `bulk_filters`
+        (its queue filter) where it was one."""
+        if status == cls.Status.ACCEPTED and made_by == ValueEvent.Action.BULK_ACCEPT:
+            return cls.AUTO_STATE if (bulk_filters or {}).get("min_confidence") else cls.BULK_STATE
+        if status in APPROVED and reviewed_value == NA:
+            return cls.NA_STATE
+        return status
+
+    def standing_change(self) -> "ValueEvent | None":
+        """The newest change of the value's history still standing (undos aside, as in
+        review/gold.state_made_by_hand): it says how the current state was made. Reads
+        `value.events.all()`, so a page listing many values prefetches their "events__bulk"."""
+        standing = [e for e in self.value.events.all() if not e.undone and e.action != ValueEvent.Action.UNDO]
+        return max(standing, key=lambda e: (e.version_after, e.id), default=None)
+
+    @property
+    def state(self) -> str:
+        """This review's state word (state_of), from its prefetched history."""
+        change = self.standing_change()
+        made_by = change.action if change else None
+        bulk_filters = change.bulk.filters if change is not None and change.bulk_id else None
+        return self.state_of(self.status, self.reviewed_value, made_by, bulk_filters)
+
+    @property
+    def state_class(self) -> str:
+        """The state as a CSS class name ("st-accepted-in-bulk", "st-na")."""
+        return "st-" + "".join(c if c.isalnum() else "-" for c in self.state.replace("/", ""))
+
 
 APPROVED = (ValueReview.Status.ACCEPTED, ValueReview.Status.CORRECTED)
 

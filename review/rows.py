@@ -25,19 +25,13 @@ class Row:
     def choices(self) -> tuple[str, ...]:
         """What the edit box offers: an enumeration's or a boolean's values and n/a (a select, so
         a correction is picked by keyboard), () where any text goes."""
-        values = closed_values(self.value.attribute)
-        return (*values, NA) if values else ()
+        return correction_choices(self.value.attribute)
 
     @property
     def edit_text(self) -> str:
         """What the edit box starts with: the reviewer's refused input, else the shown value; a
         number without its unit, which the box shows beside it (and a bare number is read in)."""
-        if self.attempted:
-            return self.attempted
-        attribute = self.value.attribute
-        if attribute.kind == Attribute.Kind.NUMBER and attribute.unit:
-            return self.shown.removesuffix(f" {attribute.unit}")
-        return self.shown
+        return self.attempted or editable(self.shown, self.value.attribute)
 
     @property
     def warns_not_in_text(self) -> bool:
@@ -52,6 +46,20 @@ def closed_values(attribute: Attribute) -> tuple[str, ...]:
     if attribute.kind == Attribute.Kind.BOOLEAN:
         return BOOLEAN_VALUES
     return ()
+
+
+def editable(shown: str, attribute: Attribute) -> str:
+    """A shown value as an edit box starts with it: a number without its unit, which the box shows
+    beside it (and a bare number is read in)."""
+    if attribute.kind == Attribute.Kind.NUMBER and attribute.unit:
+        return shown.removesuffix(f" {attribute.unit}")
+    return shown
+
+
+def correction_choices(attribute: Attribute) -> tuple[str, ...]:
+    """What a correction may pick for an enumeration or a boolean: its values and n/a; () when open."""
+    values = closed_values(attribute)
+    return (*values, NA) if values else ()
 
 
 def make_row(value: ExtractedValue, outcome: str = "ok", message: str = "", attempted: str = "") -> Row:

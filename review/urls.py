@@ -1,6 +1,16 @@
 from django.urls import path
 
-from review.views import auto_accept, blind, dashboard, jobs, queue, settings, values, versions
+from review.views import (
+    auto_accept,
+    blind,
+    dashboard,
+    jobs,
+    product_values,
+    queue,
+    settings,
+    values,
+    versions,
+)
 
 app_name = "review"
 urlpatterns = [
@@ -8,6 +18,7 @@ urlpatterns = [
     path("values/<int:value_id>/", values.row, name="row"),
     path("values/<int:value_id>/review/", values.review_value, name="review_value"),
     path("values/<int:value_id>/history/", values.history, name="history"),
+    path("values/<int:value_id>/in-place/", product_values.review_in_place, name="review_in_place"),
     path("undo/", values.undo, name="undo"),
     path("bulk/", jobs.start_bulk, name="bulk"),
     path("bulk/<int:job_id>/", jobs.bulk_status, name="bulk_status"),

@@ -5,7 +5,7 @@ from django.db.models import Count, F, Q
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from accounts.roles import ADMIN, REVIEWER, role_required
+from accounts.roles import ADMIN, REVIEWER, has_role, role_required
 from catalog.models import Catalog, Category, Product
 from catalog.schemas import current_attributes
 from slotwise.error_pages import bad_request
@@ -75,16 +75,53 @@ def product_list(request):
     return render(request, template, context)
 
 
+# Who may change a value's review: the review app's reviewers_only (review/views/common.py), which
+# the catalog cannot import; tests/catalog/test_product_page.py checks the two agree.
+REVIEW_ROLES = (ADMIN, REVIEWER)
+ALL_RUNS = "all"
+
+
+def runs_of(values: list) -> list:
+    """The runs that wrote `values`, newest first, each once."""
+    runs = {value.run_id: value.run for value in values}
+    return sorted(runs.values(), key=lambda run: (run.created_at, run.pk), reverse=True)
+
+
+def picked_run(request, runs: list) -> int | None:
+    """The run the page shows (?run=<id>), the newest by default; None for every run (?run=all).
+    Raises ParameterError for a run that wrote nothing on this product."""
+    if request.GET.get("run", "").strip() == ALL_RUNS:
+        return None
+    chosen = optional_id(request.GET, "run")
+    if chosen is None:
+        return runs[0].pk if runs else None
+    if chosen not in {run.pk for run in runs}:
+        wrote = ", ".join(f"#{run.pk}" for run in runs) or "none"
+        raise ParameterError(f"run: run #{chosen} wrote no value of this product (runs that did: {wrote})")
+    return chosen
+
+
 @require_GET
 @role_required(ADMIN, REVIEWER)
 def product_detail(request, pk: int):
     product = get_object_or_404(Product.objects.select_related("catalog", "category"), pk=pk)
     schema = product.category.current_schema
+    # Every run's values, each with its review and the history that says how its state was made
+    # (review.ValueReview.state reads it): a handful of queries whatever the number of values.
+    values = list(
+        product.extracted_values.select_related("run", "attribute", "review", "review__reviewed_by")
+        .prefetch_related("events__bulk")
+        .order_by("-run__created_at", "-run_id")
+    )
+    runs = runs_of(values)
+    try:
+        run_id = picked_run(request, runs)
+    except ParameterError as exc:
+        return bad_request(request, f"Cannot show the product: {exc}")
     extracted: dict[str, list] = {}
-    for value in product.extracted_values.select_related("run", "attribute", "review").order_by(
-        "-run__created_at"
-    ):
-        extracted.setdefault(value.attribute.name.lower(), []).append(value)
+    for value in values:
+        if run_id is None or value.run_id == run_id:
+            extracted.setdefault(value.attribute.name.lower(), []).append(value)
     attributes = []
     for data in current_attributes(schema):
         attributes.append(
@@ -96,8 +133,14 @@ def product_detail(request, pk: int):
         )
     in_schema = {a["spec"].name for a in attributes}
     other_known = {k: v for k, v in product.known_values.items() if k not in in_schema}
-    return render(
-        request,
-        "catalog/product_detail.html",
-        {"product": product, "schema": schema, "attributes": attributes, "other_known": other_known},
-    )
+    context = {
+        "product": product,
+        "schema": schema,
+        "attributes": attributes,
+        "other_known": other_known,
+        "runs": runs,
+        "run_id": run_id,
+        "all_runs": ALL_RUNS,
+        "can_review": has_role(request.user, *REVIEW_ROLES),
+    }
+    return render(request, "catalog/product_detail.html", context)

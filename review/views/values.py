@@ -1,9 +1,10 @@
 """Actions on one value (accept, correct, reject, n/a, undo) and its history."""
 
 import json
+from dataclasses import dataclass
 
 from django.contrib import messages
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -31,9 +32,21 @@ def _row_response(request, row, status=200):
     )
 
 
-@require_POST
-@reviewers_only
-def review_value(request, value_id: int):
+@dataclass
+class Acted:
+    """How a posted single action went: "ok", or "conflict" / "error" with the message for the
+    reviewer and the input to give back (`attempted`), under the HTTP status to answer with."""
+
+    outcome: str = "ok"
+    message: str = ""
+    attempted: str = ""
+    status: int = 200
+
+
+def act_on(request, value_id: int) -> Acted | HttpResponse:
+    """Make the posted action (accept, correct, reject, n/a) on one value, at the version the form
+    saw: the queue's rows and the product page post here alike. An HttpResponse for a form that
+    cannot be read (nothing changed); Http404 when there is no such value."""
     action = request.POST.get("action", "")
     # The edit box travels with every action; only a correction means what is typed in it.
     text = request.POST.get("value") if action == ValueEvent.Action.CORRECT else None
@@ -48,22 +61,24 @@ def review_value(request, value_id: int):
     except ExtractedValue.DoesNotExist:
         raise Http404(f"there is no value {value_id}") from None
     except ReviewConflict as exc:
-        if not request.htmx:
-            messages.error(request, str(exc))
-            return redirect_back(request)
-        return _row_response(
-            request, fresh_row(value_id, outcome="conflict", message=str(exc), attempted=text or ""), CONFLICT
-        )
+        return Acted("conflict", str(exc), text or "", CONFLICT)
     except ReviewError as exc:
-        if not request.htmx:
-            messages.error(request, str(exc))
-            return redirect_back(request)
-        return _row_response(
-            request, fresh_row(value_id, outcome="error", message=str(exc), attempted=text or ""), 400
-        )
+        return Acted("error", str(exc), text or "", 400)
+    return Acted()
+
+
+@require_POST
+@reviewers_only
+def review_value(request, value_id: int):
+    acted = act_on(request, value_id)
+    if isinstance(acted, HttpResponse):
+        return acted
     if not request.htmx:
+        if acted.message:
+            messages.error(request, acted.message)
         return redirect_back(request)
-    return _row_response(request, fresh_row(value_id))
+    row = fresh_row(value_id, outcome=acted.outcome, message=acted.message, attempted=acted.attempted)
+    return _row_response(request, row, acted.status)
 
 
 def _trigger(response, text: str, focus: int | None = None):
