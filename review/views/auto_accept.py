@@ -1,9 +1,11 @@
-"""Auto-accept at a chosen precision, per attribute: the admin names a precision, the page offers
+"""Auto-accept at a chosen precision, per attribute: a person names a precision, the page offers
 for each attribute of the run the confidence threshold whose precision, estimated on this catalog's
 blind labels, reaches it with the interval's lower end (review/precision.py); accepting runs as a
 bulk accept of that attribute's pending values with confidence at least that threshold. The
 threshold is computed again on the server when the accept is posted: nothing the form carries can
-lower it. Values cut by the token budget are never accepted in bulk (review/bulk.py)."""
+lower it. Values cut by the token budget are never accepted in bulk (review/bulk.py).
+Reviewers see the page read-only (the thresholds, and how many more blind-labelled products each
+attribute needs); accepting values nobody looked at stays the catalog admin's call."""
 
 from urllib.parse import urlencode
 
@@ -11,7 +13,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.roles import ADMIN, role_required
+from accounts.roles import ADMIN, REVIEWER, has_role, role_required
 from extraction.models import Run
 from review import bulk, precision
 from review.filters import FilterError, QueueFilter
@@ -53,14 +55,20 @@ def blind_url(run: Run) -> str:
 
 
 @require_GET
-@role_required(ADMIN)
+@role_required(ADMIN, REVIEWER)
 def auto_accept(request):
     try:
         queue_filter = QueueFilter.from_params(request.GET).with_default_run()
     except FilterError as exc:
         return bad_request(request, f"Cannot auto-accept: {exc}")
     target_text = request.GET.get("target", DEFAULT_TARGET)
-    context = {"filter": queue_filter, "params": queue_filter.as_params(), "target_text": target_text}
+    context = {
+        "filter": queue_filter,
+        "params": queue_filter.as_params(),
+        "target_text": target_text,
+        # the accept buttons only for a role the accept itself lets in
+        "can_accept": has_role(request.user, *start_auto_accept.allowed_roles),
+    }
     try:
         target = parse_target(target_text)
     except ValueError as exc:

@@ -222,10 +222,25 @@ def test_the_page_refuses_then_offers_and_accepting_takes_only_what_it_offered(c
     )
 
 
-def test_auto_accept_is_for_admins_only(client_for, bob):
-    scene, _ = scene_with_confidences([0.9])
+def test_reviewers_see_the_page_read_only_and_only_admins_accept(client_for, bob, alice, carol):
+    scene, values = scene_with_confidences([0.99] * 40)
+    label_blind(values[:30], lambda i, v: True, alice)  # 30 right: not enough for 98% yet
     client = client_for(bob)
-    assert client.get(reverse("review:auto_accept"), {"run": scene.run.pk}).status_code == 403
+    page = client.get(reverse("review:auto_accept"), {"run": scene.run.pk, "target": "98"})
+    body = page.content.decode()
+    assert page.status_code == 200 and 'id="read-only"' in body
+    needed = precision.estimate(scene.run, 0.98).of("Brand").needed
+    assert needed > 0 and f'<strong class="needed">{needed}</strong> more blind-labelled products' in body
+    assert 'class="primary auto-accept"' not in body and "/review/auto-accept/start/" not in body
     refused = client.post(reverse("review:start_auto_accept"), {"run": scene.run.pk, "min_confidence": "0"})
     assert refused.status_code == 403 and not BulkAction.objects.exists()
-    assert "auto-accept-link" not in client.get(reverse("review:queue")).content.decode()
+    assert "auto-accept-link" in client.get(reverse("review:queue")).content.decode()
+
+    # where a threshold is offered, the reviewer sees it, and no button; the admin gets the button
+    offered = {"run": scene.run.pk, "target": "85"}
+    as_bob = client.get(reverse("review:auto_accept"), offered).content.decode()
+    assert 'data-offered="0.990000"' in as_bob and 'class="primary auto-accept"' not in as_bob
+    assert "an admin accepts" in as_bob
+    as_alice = client_for(alice).get(reverse("review:auto_accept"), offered).content.decode()
+    assert 'class="primary auto-accept"' in as_alice and 'id="read-only"' not in as_alice
+    assert client_for(carol).get(reverse("review:auto_accept"), offered).status_code == 403
