@@ -23,15 +23,20 @@ def approved_values():
     return ExtractedValue.objects.filter(review__status__in=APPROVED)
 
 
-def approved_by_hand():
-    """Approved values whose approval a person made on that value (its last live change, undo
-    aside, is a single accept, correction or n/a): the only approvals that may be gold."""
-    last = (
+def standing_changes():
+    """The changes still standing (undos aside) of the outer query's value, newest first: the
+    first says how its current state was made (for a Subquery over ExtractedValue)."""
+    return (
         ValueEvent.objects.filter(value=OuterRef("pk"), undone=False)
         .exclude(action=ValueEvent.Action.UNDO)
         .order_by("-version_after", "-id")
-        .values("action")[:1]
     )
+
+
+def approved_by_hand():
+    """Approved values whose approval a person made on that value (its last live change, undo
+    aside, is a single accept, correction or n/a): the only approvals that may be gold."""
+    last = standing_changes().values("action")[:1]
     return approved_values().annotate(made_by=Subquery(last)).filter(made_by__in=JUDGED_BY_HAND)
 
 

@@ -307,7 +307,8 @@ class BulkAction(BackgroundJob):
 
 
 class ExportJob(BackgroundJob):
-    """A file of approved values (CSV or JSON, wide or long) written in the background."""
+    """A file of values (CSV or JSON, wide or long) written in the background: the approved ones,
+    or every value as it stands with its state."""
 
     class Format(models.TextChoices):
         CSV = "csv", "CSV"
@@ -317,13 +318,22 @@ class ExportJob(BackgroundJob):
         WIDE = "wide", "Wide (one row per product)"
         LONG = "long", "Long (one row per value)"
 
+    class Values(models.TextChoices):
+        APPROVED = "approved", "Approved values"
+        STANDING = "standing", "Every value as it stands, with its state"
+
     format = models.CharField(max_length=4, choices=Format.choices)
     shape = models.CharField(max_length=4, choices=Shape.choices)
+    values = models.CharField(max_length=8, choices=Values.choices, default=Values.APPROVED)
     file = models.FileField(upload_to="review-exports/", blank=True)
 
     @property
     def filename(self) -> str:
-        return f"approved-values-{self.shape}-{self.pk}.{self.format}"
+        return f"{self.file_stem(self.values)}-{self.shape}-{self.pk}.{self.format}"
+
+    @classmethod
+    def file_stem(cls, values: str) -> str:
+        return "approved-values" if values == cls.Values.APPROVED else "values-as-they-stand"
 
 
 class ReviewerSettings(models.Model):

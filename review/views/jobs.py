@@ -85,17 +85,20 @@ def start_export(request):
     except FilterError as exc:
         return bad_request(request, f"Cannot export: {exc}")
     fmt, shape = request.POST.get("format", ""), request.POST.get("shape", "")
+    # approved values (the default), or every value as it stands with its state
+    values = request.POST.get("values", "") or ExportJob.Values.APPROVED
     try:
-        exports.check_choice(fmt, shape)
+        exports.check_choice(fmt, shape, values)
     except ValueError as exc:
         return bad_request(request, str(exc))
-    if exports.approved(queue_filter).count() <= exports.inline_limit():
+    if exports.selected(queue_filter, values).count() <= exports.inline_limit():
         out = io.StringIO()
-        exports.write_export(out, queue_filter, fmt, shape)
+        exports.write_export(out, queue_filter, fmt, shape, values=values)
         response = HttpResponse(out.getvalue(), content_type=CONTENT_TYPES[fmt])
-        response["Content-Disposition"] = content_disposition_header(True, f"approved-values-{shape}.{fmt}")
+        filename = f"{ExportJob.file_stem(values)}-{shape}.{fmt}"
+        response["Content-Disposition"] = content_disposition_header(True, filename)
         return response
-    job = exports.do_create_export(queue_filter, fmt, shape, request.user)
+    job = exports.do_create_export(queue_filter, fmt, shape, request.user, values)
     transaction.on_commit(lambda: tasks.run_export.delay(job.pk))
     return redirect("review:export_status", job_id=job.pk)
 

@@ -11,6 +11,9 @@ from django.urls import reverse
 from catalog.models import Attribute
 from extraction.models import ExtractedValue
 from review.actions import do_review
+from review.bulk import do_create_bulk_action, run_bulk_action
+from review.exports import do_create_export, run_export
+from review.filters import QueueFilter
 from review.models import ExportJob
 from tests.support.factories import make_scenario
 from tests.support.pages import refusal
@@ -202,3 +205,104 @@ def test_a_large_export_runs_in_the_background_with_a_download_link(client_for, 
 def test_an_unfinished_export_has_no_download(client_for, bob):
     job = ExportJob.objects.create(created_by=bob, format="csv", shape="long", filters={})
     assert client_for(bob).get(reverse("review:export_download", args=[job.pk])).status_code == 404
+
+
+# --- every value as it stands, with its state ------------------------------------------------------
+
+
+def values_in_every_state(bob):
+    """One product, five values: accepted, corrected, n/a, rejected, pending; plus one auto-accepted."""
+    scene = make_scenario(products=1, attributes=("Brand", "Color", "Size", "Fit", "Sole", "Lace"))
+    value = {v.attribute.name: v for v in scene.values}
+    do_review(value["Brand"].pk, 0, "accept", bob)
+    do_review(value["Color"].pk, 0, "correct", bob, text="Teal")
+    do_review(value["Size"].pk, 0, "set_na", bob)
+    do_review(value["Fit"].pk, 0, "reject", bob)
+    auto = QueueFilter(run=scene.run.pk, attribute="Lace", status="pending", min_confidence=0.0)
+    run_bulk_action(do_create_bulk_action(auto, "accept", bob).pk)
+    return scene, value
+
+
+@pytest.mark.django_db
+def test_it_exports_every_value_as_it_stands_with_its_state_as_long_csv(client_for, bob):
+    scene, value = values_in_every_state(bob)
+    response = export(client_for(bob), scene, "csv", "long", values="standing")
+    assert response["Content-Disposition"] == 'attachment; filename="values-as-they-stand-long.csv"'
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert [(r["attribute"], r["value"], r["status"], r["state"], r["model_value"]) for r in rows] == [
+        ("Brand", value["Brand"].value, "accepted", "accepted", value["Brand"].value),
+        ("Color", "Teal", "corrected", "corrected", value["Color"].value),
+        ("Size", "n/a", "corrected", "n/a", value["Size"].value),
+        ("Fit", "", "rejected", "rejected", value["Fit"].value),  # rejected: no value stands
+        ("Sole", value["Sole"].value, "pending", "pending", value["Sole"].value),
+        ("Lace", value["Lace"].value, "accepted", "auto-accepted", value["Lace"].value),
+    ]
+    # the control: the approved export, from the same values, still takes only the approved ones
+    approved = export(client_for(bob), scene, "csv", "long")
+    assert [r["attribute"] for r in csv.DictReader(io.StringIO(approved.content.decode()))] == [
+        "Brand",
+        "Color",
+        "Size",
+        "Lace",
+    ]
+
+
+@pytest.mark.django_db
+def test_the_wide_export_as_it_stands_puts_each_state_beside_its_value(client_for, bob):
+    scene, value = values_in_every_state(bob)
+    client = client_for(bob)
+    wide = list(
+        csv.DictReader(io.StringIO(export(client, scene, "csv", "wide", values="standing").content.decode()))
+    )
+    assert len(wide) == 1
+    assert (wide[0]["Fit"], wide[0]["Fit (raw)"], wide[0]["Fit (state)"]) == (
+        "",
+        value["Fit"].raw_text,
+        "rejected",
+    )
+    assert (wide[0]["Sole"], wide[0]["Sole (state)"]) == (value["Sole"].value, "pending")
+    data = json.loads(export(client, scene, "json", "wide", values="standing").content)
+    assert data[0]["states"] == {
+        "Brand": "accepted",
+        "Color": "corrected",
+        "Size": "n/a",
+        "Fit": "rejected",
+        "Sole": "pending",
+        "Lace": "auto-accepted",
+    }
+
+
+@pytest.mark.django_db
+def test_pending_values_a_spreadsheet_would_run_are_neutralized_in_the_export_as_it_stands(client_for, bob):
+    scene = make_scenario(products=1, attributes=("Brand",), value_of=lambda i, n: ('=HYPERLINK("x")', 0.5))
+    for shape in ("long", "wide"):
+        body = export(client_for(bob), scene, "csv", shape, values="standing").content.decode()
+        cells = [c for row in csv.reader(io.StringIO(body)) for c in row]
+        assert '\'=HYPERLINK("x")' in cells and "pending" in cells, shape
+        assert not any(c.startswith(("=", "+", "-", "@", "\t", "\r")) for c in cells), shape
+
+
+@pytest.mark.django_db
+def test_it_refuses_an_unknown_choice_of_values(client_for, bob):
+    scene = make_scenario(products=1)
+    response = export(client_for(bob), scene, "csv", "long", values="everything")
+    assert refusal(response) == "values: 'everything' is not one of approved, standing"
+    assert not ExportJob.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_background_export_as_it_stands_keeps_its_choice(bob):
+    scene, _ = values_in_every_state(bob)
+    job = do_create_export(QueueFilter(run=scene.run.pk), "csv", "long", bob, values="standing")
+    assert job.total == 6
+    job = run_export(job.pk)
+    assert job.filename == f"values-as-they-stand-long-{job.pk}.csv"
+    rows = list(csv.DictReader(io.StringIO(job.file.open("rb").read().decode())))
+    assert [r["state"] for r in rows] == [
+        "accepted",
+        "corrected",
+        "n/a",
+        "rejected",
+        "pending",
+        "auto-accepted",
+    ]
