@@ -30,10 +30,10 @@ def product_value(value_id: int) -> ExtractedValue:
     )
 
 
-def value_cell(request, value: ExtractedValue, acted: Acted | None = None, status: int = 200) -> HttpResponse:
-    acted = acted or Acted()
+def value_cell(request, value: ExtractedValue, acted: Acted) -> HttpResponse:
+    """The value's cell after an action, with the action's message where it did not go through."""
     context = {"value": value, "can_review": True, "acted": acted}
-    return render(request, "review/_product_value.html", context, status=status)
+    return render(request, "review/_product_value.html", context, status=acted.status)
 
 
 @require_POST
@@ -50,4 +50,4 @@ def review_in_place(request, value_id: int):
         if acted.message:
             messages.error(request, acted.message)
         return redirect_back(request, reverse("catalog:product", args=[value.product_id]))
-    return value_cell(request, value, acted, acted.status)
+    return value_cell(request, value, acted)
