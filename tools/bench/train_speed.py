@@ -10,8 +10,8 @@ recipe; without it the old one runs alone). Printed per recipe: tokens/s (all, a
 tokens that carry a loss), GFLOP/s achieved (FLOPs counted by torch's FlopCounterMode, attention
 included) against this host's peak for the step's own matrix shapes (torch.matmul in float32 and
 bfloat16, timed in the same run), the peak resident memory while its steps ran, and the share of a
-step's time per phase (engine/train/phases.py). The first step of each recipe warms up and is not
-counted. Nothing is saved.
+step's time per phase (engine/train/phases.py). In each turn, a recipe's first step warms up (its
+pages fault in again after the other recipe's) and is not counted. Nothing is saved.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
 from extraction.engine.cli import add_train_parser
-from extraction.engine.train.allocator import limit_fragmentation, run_under_jemalloc
+from extraction.engine.train.allocator import limit_fragmentation, release_freed_memory, run_under_jemalloc
 from extraction.engine.train.corpus import load_corpus
 from extraction.engine.train.losses import causal_lm
 from extraction.engine.train.phases import PhaseClock, recording_clock
@@ -292,10 +292,15 @@ def main(argv: list[str] | None = None) -> int:
     recipes = [Recipe("old", old, corpus)]
     if args.new:
         recipes.append(Recipe("new", train_args(args.train, shlex.split(args.new)), corpus))
-    for recipe in recipes:
-        recipe.step(counted=False)  # warm-up
     for turn in range(args.turns):
         for recipe in recipes:
+            # The other recipe's pages go back to the system first: training's allocator keeps them
+            # (train/allocator.py), and both working sets at once outgrow the memory of a small
+            # host. So each turn starts with a step that faults its pages in again, as a real run's
+            # first step does, and is not counted; the counted steps run on kept pages, as a real
+            # run's do.
+            release_freed_memory()
+            recipe.step(counted=False)
             for _ in range(args.steps):
                 recipe.step()
         log.info("turn %d of %d done", turn + 1, args.turns)

@@ -38,6 +38,7 @@ JEMALLOC = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")  # Debian / Ubuntu
 # freed pages stay with the process for reuse (see above: decay cost a fault per page per step)
 JEMALLOC_CONF = "background_thread:true,dirty_decay_ms:-1,muzzy_decay_ms:-1"
 OPT_OUT = "SLOTWISE_NO_JEMALLOC"  # set to 1 to train on the default allocator
+ALL_ARENAS = 4096  # jemalloc's MALLCTL_ARENAS_ALL: "arena.4096.purge" purges every arena
 
 
 def under_jemalloc() -> bool:
@@ -83,3 +84,26 @@ def limit_fragmentation() -> bool:
         return False
     ok = bool(mallopt(M_MMAP_THRESHOLD, FIXED_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, FIXED_THRESHOLD))
     return ok
+
+
+def release_freed_memory() -> bool:
+    """Hand every freed page back to the system now: jemalloc purges all its arenas (it keeps them
+    otherwise, see above), glibc trims its heap. For a process that runs two trainings in turn (the
+    training speed bench): one recipe's kept pages must not sit beside the other's working set.
+    False where neither allocator answers."""
+    libc = ctypes.CDLL(None)  # the symbols the process resolves: jemalloc's when preloaded
+    if under_jemalloc():
+        mallctl = libc.mallctl
+        mallctl.argtypes = [
+            ctypes.c_char_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+        ]
+        return mallctl(f"arena.{ALL_ARENAS}.purge".encode(), None, None, None, 0) == 0
+    try:
+        libc.malloc_trim(0)  # its answer only says whether anything was left to trim
+    except AttributeError:  # not glibc
+        return False
+    return True
