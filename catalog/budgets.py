@@ -17,9 +17,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from catalog.kinds import DEFAULT_TOKEN_BUDGET
+from catalog.kinds import DEFAULT_TOKEN_BUDGET, MAX_TOKEN_BUDGET
 from catalog.models import Attribute, Category, Product
-from catalog.schemas import MAX_TOKEN_BUDGET
 
 MARGIN = 2  # tokens beyond the longest value seen: the terminator and a little room
 LOW = 4
@@ -30,10 +29,22 @@ CHARS_PER_TOKEN = 3  # product text runs about 3 to 4 characters a token; the lo
 class Budget:
     tokens: int
     why: str  # where the size comes from, in words
+    from_data: bool = True  # False: nothing knew the attribute, the size is the default guess
+
+    @property
+    def need(self) -> int:
+        """The tokens its values are known to need: 0 where the size is only the default guess (a
+        person's smaller size then stands; nothing says values would be cut)."""
+        return self.tokens if self.from_data else 0
 
 
 def in_words(tokens: int) -> str:
     return f"up to about {tokens * CHARS_PER_TOKEN} characters ({tokens} tokens)"
+
+
+def short(tokens: int) -> str:
+    """The size in a table cell: one line, characters only (the tokens go in its tooltip)."""
+    return f"~{tokens * CHARS_PER_TOKEN} characters"
 
 
 def _model_dir() -> Path:
@@ -94,7 +105,9 @@ def suggested(category: Category, name: str, model_dir: Path | None = None) -> B
         reasons.append(f"this catalog's longest known {name}, {known!r}, needs {needed}")
     if not sizes:
         return Budget(
-            DEFAULT_TOKEN_BUDGET, "neither the training data nor this catalog knows it: the default"
+            DEFAULT_TOKEN_BUDGET,
+            "neither the training data nor this catalog knows it: the default",
+            from_data=False,
         )
     return Budget(min(max(max(sizes), LOW), MAX_TOKEN_BUDGET), "; ".join(reasons))
 
@@ -110,3 +123,14 @@ def suggested_for(category: Category, attribute, model_dir: Path | None = None) 
     if attribute.kind == Attribute.Kind.BOOLEAN:
         return Budget(LOW, "a yes or no")
     return suggested(category, attribute.name, model_dir)
+
+
+def needed_by_values(category: Category, attribute) -> int:
+    """The tokens the category's known values of `attribute` need (its longest, plus the margin);
+    0 when it has none. An enumeration or a boolean needs what its type bounds (suggested_for). What
+    a product import grows a slot to: a size a person chose stands until values need more, whatever
+    the training data held under the name."""
+    if attribute.kind in (Attribute.Kind.ENUM, Attribute.Kind.BOOLEAN):
+        return suggested_for(category, attribute).need
+    known = longest_known(category, attribute.name)
+    return 0 if known is None else min(tokens_of(known) + MARGIN, MAX_TOKEN_BUDGET)

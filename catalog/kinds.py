@@ -21,3 +21,7 @@ KINDS = (TEXT, NUMBER, ENUM, BOOLEAN)
 # with the attributes it sizes, so that catalog imports nothing from extraction (no loop between apps);
 # extraction/domain.py passes it on to the engine.
 DEFAULT_TOKEN_BUDGET = 12
+# The largest slot an attribute may have, in tokens (the editor's, the schema files' and the size
+# suggestion's bound); here, beside DEFAULT_TOKEN_BUDGET, so budgets.py and schemas.py share it without
+# importing each other.
+MAX_TOKEN_BUDGET = 64

@@ -11,11 +11,11 @@ from dataclasses import asdict, dataclass, field
 
 from django.db import transaction
 
-from catalog.kinds import DEFAULT_TOKEN_BUDGET
+from catalog import budgets
+from catalog.kinds import DEFAULT_TOKEN_BUDGET, MAX_TOKEN_BUDGET
 from catalog.models import Attribute, Category, SchemaVersion
 from slotwise.names import check_name
 
-MAX_TOKEN_BUDGET = 64
 SCHEMA_FORMAT = "slotwise-schema/1"
 KINDS = tuple(Attribute.Kind.values)
 
@@ -222,6 +222,41 @@ def do_resize_attributes(category: Category, base_version: int, sizes: dict[str,
     return _change(category, base_version, user, resize)
 
 
+def fitted(category: Category, data: AttributeData, values_only: bool = False) -> AttributeData:
+    """`data` with at least the size its values need (catalog/budgets.py: the model's training data and
+    the category's known values; values_only: the known values alone); a larger size stands."""
+    needed = (
+        budgets.needed_by_values(category, data)
+        if values_only
+        else budgets.suggested_for(category, data).need
+    )
+    if needed <= data.max_tokens:
+        return data
+    return AttributeData(**{**asdict(data), "max_tokens": min(needed, MAX_TOKEN_BUDGET)})
+
+
+def do_fit_budgets(category: Category, user, why: str) -> SchemaVersion | None:
+    """Grow every attribute of the category's current schema below the size its known values need,
+    as one new version noted `why` and what grew; None when every attribute fits already. Called
+    where values arrive (a product import, the demo loader), so a slot never starts out cutting
+    them; a size a person chose smaller than the training data's stands (the editor warns of it)."""
+    with transaction.atomic():
+        category = Category.objects.select_for_update().get(pk=category.pk)
+        current = category.current_schema
+        if current is None:
+            return None
+        attributes = current_attributes(current)
+        grown = [fitted(category, data, values_only=True) for data in attributes]
+        changed = [
+            f"{new.name} {old.max_tokens} → {new.max_tokens}"
+            for old, new in zip(attributes, grown, strict=True)
+            if new.max_tokens != old.max_tokens
+        ]
+        if not changed:
+            return None
+        return _write_version(category, grown, user, f"{why}: " + ", ".join(changed) + " tokens")
+
+
 def schema_to_dict(version: SchemaVersion) -> dict:
     return {
         "format": SCHEMA_FORMAT,
@@ -275,11 +310,16 @@ def parse_schema_dict(payload) -> tuple[str, str, list[AttributeData]]:
     return category.strip(), description.strip(), attributes
 
 
-def do_import_schema(payload, user) -> tuple[SchemaVersion, bool]:
+def do_import_schema(
+    payload, user, fit: bool = True, note: str = "Imported from JSON"
+) -> tuple[SchemaVersion, bool]:
     """Create the category or its next version from an exported schema.
 
-    Returns (version, created). Importing what the current version already says writes nothing,
-    so loading the same file twice is harmless.
+    Returns (version, created). Each attribute gets at least the size its data needs (fitted(): a
+    file written by hand, or exported before the catalog held long values, would otherwise cut
+    them from the first run); fit=False keeps the file's sizes as they are (tests that need a
+    small slot). Importing what the current version already says writes nothing, so loading the
+    same file twice is harmless.
     """
     name, description, attributes = parse_schema_dict(payload)
     with transaction.atomic():
@@ -289,10 +329,12 @@ def do_import_schema(payload, user) -> tuple[SchemaVersion, bool]:
         elif description and description != category.description:
             category.description = description
             category.save(update_fields=["description"])
+        if fit:
+            attributes = [fitted(category, data) for data in attributes]
         current = category.current_schema
         if current is not None and current_attributes(current) == attributes:
             return current, False
-        return _write_version(category, attributes, user, "Imported from JSON"), True
+        return _write_version(category, attributes, user, note), True
 
 
 def do_import_schemas(payloads: list, user) -> list[tuple[SchemaVersion, bool]]:

@@ -4,8 +4,9 @@ A schema's stored size may be older than what its data needs (the old default of
 typed before the catalog held long values): decoded so, values are cut ("100 O", "Fresh Scen"). A
 run therefore decodes each attribute with the larger of its schema's size and the size its data
 suggests (catalog/budgets.py: the longest value of the run's model's training data and of the
-category's known values), and records those sizes in decode_settings["sizes"], so that every worker
-decodes the same slots and the run page can say where they exceed the schema. The schema itself
+category's known values; where neither knows the attribute, its schema's size stands), and records
+those sizes in decode_settings["sizes"], so that every worker decodes the same slots and the run page
+can say where they exceed the schema. The schema itself
 changes only when a person resizes it (the editor's "Resize to suggested", a new version).
 """
 
@@ -20,7 +21,7 @@ def run_sizes(schemas: list[SchemaVersion], model_dir: str) -> dict[str, dict[st
     model = path if (path / "slotwise.json").is_file() else None  # else the default model's data
     return {
         str(schema.pk): {
-            a.name: max(a.max_tokens, budgets.suggested_for(schema.category, a, model).tokens)
+            a.name: max(a.max_tokens, budgets.suggested_for(schema.category, a, model).need)
             for a in schema.attributes.all()
         }
         for schema in schemas

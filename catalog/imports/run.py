@@ -17,7 +17,8 @@ from catalog.imports.map import Mapping
 from catalog.imports.progress import ProgressWriter
 from catalog.imports.read import count_rows
 from catalog.imports.write import Counts, import_file, save_errors
-from catalog.models import Catalog, ImportJob, ImportRowError
+from catalog.models import Catalog, Category, ImportJob, ImportRowError
+from catalog.schemas import do_fit_budgets
 
 logger = logging.getLogger(__name__)
 
@@ -54,12 +55,14 @@ def run_import(job_id: int) -> ImportJob | None:
                 if checked.skipped:
                     return _refuse(job, total, checked)
             counts = write()
+            notes = _fit_budgets(job, counts)
             ImportJob.objects.filter(pk=job_id).update(
                 status=ImportJob.Status.DONE,
                 processed_rows=total,
                 created_count=counts.created,
                 updated_count=counts.updated,
                 skipped_count=counts.skipped,
+                message=" ".join(notes),
                 finished_at=timezone.now(),
             )
             # Every row now lives in the products or in the error report; the upload is no longer
@@ -70,6 +73,20 @@ def run_import(job_id: int) -> ImportJob | None:
         logger.exception("import %s failed; its transaction was rolled back", job_id)
         return _fail(job_id, f"The import stopped midway and nothing was stored: {exc}".strip())
     return ImportJob.objects.get(pk=job_id)
+
+
+def _fit_budgets(job: ImportJob, counts: Counts) -> list[str]:
+    """Grow the attributes of the categories the import wrote whose new values need more room
+    (catalog.schemas.do_fit_budgets), so a run never starts by cutting the values the catalog
+    holds; one sentence per category grown, for the import's summary."""
+    notes = []
+    for category in Category.objects.filter(pk__in=counts.categories).order_by("name"):
+        version = do_fit_budgets(category, job.created_by, f"Sized to the values of import {job.pk}")
+        if version is not None:
+            notes.append(f"{version}: {version.note.split(': ', 1)[1]}.")
+    if notes:
+        notes.insert(0, "Attributes grew to fit the imported values (a value longer than its slot is cut):")
+    return notes
 
 
 def _refuse(job: ImportJob, total: int, checked: Counts) -> ImportJob:

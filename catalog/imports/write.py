@@ -7,7 +7,7 @@ file and only one batch is held at a time. `import_file` runs inside its caller'
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import connection
 
@@ -48,6 +48,11 @@ class Counts:
     created: int = 0
     updated: int = 0
     skipped: int = 0
+    categories: set[int] = field(default_factory=set)  # of the rows written (or, checking only, good)
+
+    @property
+    def stored(self) -> int:
+        return self.created + self.updated
 
 
 def _upsert(catalog_id: int, rows: list[CleanRow], has_description: bool) -> tuple[int, int]:
@@ -102,6 +107,7 @@ def import_file(
     processed = 0
 
     def flush():
+        counts.categories.update(r.category_id for r in batch)
         if batch and not write:
             counts.created += len(batch)
             batch.clear()

@@ -85,7 +85,7 @@ def schema_import(request):
 
 def _too_small(category: Category, attributes) -> dict[str, int]:
     """{name: suggested tokens} of the attributes whose stored size is below what their data needs."""
-    suggested = {a.name: budgets.suggested_for(category, a).tokens for a in attributes}
+    suggested = {a.name: budgets.suggested_for(category, a).need for a in attributes}
     return {a.name: suggested[a.name] for a in attributes if suggested[a.name] > a.max_tokens}
 
 
@@ -97,9 +97,13 @@ def _editor_context(category: Category, **extra) -> dict:
         "category": category,
         "version": version,
         "attributes": attributes,
-        # each attribute's size in words, and the size its data suggests (catalog/budgets.py)
-        "rows": [(a, budgets.in_words(a.max_tokens), s) for a, s in zip(attributes, suggested, strict=True)],
-        "too_small": [a.name for a, s in zip(attributes, suggested, strict=True) if s.tokens > a.max_tokens],
+        # each attribute's size, one line in characters (its tokens and the suggestion's reasons go in
+        # tooltips), and the size its data suggests (catalog/budgets.py)
+        "rows": [
+            (a, budgets.short(a.max_tokens), s, budgets.short(s.tokens))
+            for a, s in zip(attributes, suggested, strict=True)
+        ],
+        "too_small": [a.name for a, s in zip(attributes, suggested, strict=True) if s.need > a.max_tokens],
         "versions": category.schema_versions.select_related("created_by").order_by("-version"),
         "add_form": extra.pop("add_form", None) or AttributeForm(),
         **extra,

@@ -41,8 +41,13 @@ def test_the_editor_says_the_size_in_characters_and_warns_where_values_would_be_
     make_product(make_catalog(), category, known_values={"Flavor": LONG})
     body = client_for(alice).get(reverse("catalog:schema", args=[category.pk])).content.decode()
     assert "<th>Longest value</th>" in body and "Budget" not in body
-    assert "Up to about 12 characters (4 tokens)" in body
-    assert "Values may be cut: its data needs" in body and "this catalog&#x27;s longest known Flavor" in body
+    # one short line: the size in characters, and what its data needs; the tokens and the reason in
+    # tooltips, not a paragraph per row
+    needed = budgets.suggested(category, "Flavor").tokens
+    cell = body.split('class="size small nowrap"', 1)[1].split("</td>", 1)[0]
+    assert cell.startswith(' title="4 tokens">~12 characters <span class="warn size-warning"')
+    assert cell.endswith(f">· may cut: needs ~{needed * budgets.CHARS_PER_TOKEN} characters</span>")
+    assert "<br>" not in cell and "this catalog&#x27;s longest known Flavor" in cell
 
 
 def test_resize_to_suggested_grows_every_too_small_attribute_as_one_new_version(client_for, alice, bob):
@@ -86,4 +91,4 @@ def test_an_enumeration_is_sized_by_its_allowed_values_and_a_boolean_by_yes_or_n
     assert sized.why.startswith("its longest allowed value, ") and sized.why.endswith(f"needs {needed}")
     assert budgets.suggested_for(category, AttributeData("Waterproof", kind="boolean")).tokens == budgets.LOW
     body = client_for(alice).get(reverse("catalog:schema", args=[category.pk])).content.decode()
-    assert "Values may be cut" not in body and 'id="resize-attributes"' not in body
+    assert "may cut" not in body and 'id="resize-attributes"' not in body

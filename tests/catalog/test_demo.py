@@ -7,6 +7,7 @@ from io import StringIO
 
 from django.core.management import call_command
 
+from catalog.kinds import MAX_TOKEN_BUDGET
 from catalog.management.commands.load_demo_catalog import DEMO_CATALOG, DEMO_DIR
 from catalog.models import Catalog, Category, ImportJob, Product
 
@@ -19,7 +20,9 @@ def test_it_loads_the_demo_catalog_idempotently(db):
     assert Category.objects.count() == 10
     shoes = Category.objects.get(name="Shoes").current_schema
     assert [a.name for a in shoes.attributes.all()][:3] == ["Brand", "Model name", "Gender"]
-    assert all(a.description and 4 <= a.max_tokens <= 24 for a in shoes.attributes.all())
+    # sizes: the file's, grown where the model's training data or the products' values need more
+    # (tests/catalog/test_fitting_budgets.py)
+    assert all(a.description and 4 <= a.max_tokens <= MAX_TOKEN_BUDGET for a in shoes.attributes.all())
     product = Product.objects.get(sku=rows[0]["sku"])
     assert product.title == rows[0]["title"]
     assert product.known_values["Brand"] == rows[0]["Brand"]  # the gold value, kept for quality checks
@@ -28,7 +31,8 @@ def test_it_loads_the_demo_catalog_idempotently(db):
     call_command("load_demo_catalog", stdout=out)
     assert "0 new schema versions), 0 products created" in out.getvalue()
     assert Product.objects.count() == len(rows)
-    assert all(c.schema_versions.count() == 1 for c in Category.objects.all())
+    # one version from the file, and at most one more sizing it to the products' values
+    assert all(c.schema_versions.count() in (1, 2) for c in Category.objects.all())
 
 
 def test_it_ships_schemas_whose_attributes_cover_the_gold_columns():

@@ -9,8 +9,12 @@ from catalog.schemas import AttributeData, do_import_schema
 
 
 def make_category(name: str, *attributes: AttributeData) -> Category:
+    """The category with exactly these attributes and sizes (not grown to what data needs: tests of
+    cut values and of the size warnings need a small slot)."""
     attrs = list(attributes) or [AttributeData("Brand", "The brand.")]
-    version, _ = do_import_schema({"category": name, "attributes": [a.__dict__ for a in attrs]}, user=None)
+    version, _ = do_import_schema(
+        {"category": name, "attributes": [a.__dict__ for a in attrs]}, user=None, fit=False
+    )
     return version.category
 
 

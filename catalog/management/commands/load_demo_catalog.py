@@ -9,8 +9,8 @@ from django.db import transaction
 from catalog.imports.map import guess_mapping
 from catalog.imports.read import inspect_file
 from catalog.imports.write import import_file
-from catalog.models import Catalog
-from catalog.schemas import do_import_schema
+from catalog.models import Catalog, Category
+from catalog.schemas import do_fit_budgets, do_import_schema
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 DEMO_CATALOG = "OA-Mine demo"
@@ -38,6 +38,12 @@ class Command(BaseCommand):
             attribute_names = [a["name"] for payload in schemas for a in payload["attributes"]]
             mapping = guess_mapping(file_format.header, attribute_names)
             counts = import_file(path, file_format, mapping, catalog.pk)
+            # the schemas were sized from the model's training data before the products came; now
+            # their known values count too (the same rule a browser import applies)
+            for category in Category.objects.filter(pk__in=counts.categories):
+                new_versions += (
+                    do_fit_budgets(category, None, "Sized to the demo products' values") is not None
+                )
         if counts.skipped:
             self.stderr.write(f"{counts.skipped} demo rows were skipped: the demo files are inconsistent")
         self.stdout.write(
