@@ -171,7 +171,13 @@ class ImportJob(models.Model):
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
 
-    catalog = models.ForeignKey(Catalog, related_name="imports", on_delete=models.CASCADE)
+    # None once an import that stored nothing removed the empty catalog it was made for: it lets go
+    # of the catalog first, so the cascade that removes a catalog's imports passes it by
+    # (catalog.imports.run); catalog_name still names it.
+    catalog = models.ForeignKey(
+        Catalog, related_name="imports", null=True, blank=True, on_delete=models.CASCADE
+    )
+    catalog_name = models.CharField(max_length=200, blank=True)
     file = models.FileField(upload_to="imports/")
     original_name = models.CharField(max_length=255)
     size_bytes = models.BigIntegerField(default=0)
@@ -185,7 +191,10 @@ class ImportJob(models.Model):
     created_count = models.PositiveIntegerField(default=0)
     updated_count = models.PositiveIntegerField(default=0)
     skipped_count = models.PositiveIntegerField(default=0)
-    message = models.TextField(blank=True, help_text="Why the import failed, when it did.")
+    message = models.TextField(
+        blank=True,
+        help_text="Why the import failed, or what else it changed (attribute sizes, a catalog removed).",
+    )
     all_or_nothing = models.BooleanField(
         default=False, help_text="Store no row at all when any row is bad (chosen at confirm)."
     )
@@ -203,6 +212,15 @@ class ImportJob(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in {self.Status.DONE, self.Status.FAILED}
+
+    @property
+    def catalog_label(self) -> str:
+        """The catalog's name, also after an import that stored nothing removed it."""
+        return self.catalog.name if self.catalog_id else f"{self.catalog_name} (removed: it held nothing)"
+
+    @property
+    def stored_count(self) -> int:
+        return self.created_count + self.updated_count
 
     def open_file(self):
         """The stored upload as a binary stream read a chunk at a time (a new one each call)."""

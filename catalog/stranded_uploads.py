@@ -40,7 +40,7 @@ def _remove(job_id: int, cutoff) -> RemovedUpload | None:
             return None
         removed = RemovedUpload.objects.create(
             job_id=job.pk,
-            catalog_name=job.catalog.name,
+            catalog_name=job.catalog.name if job.catalog_id else job.catalog_name,
             original_name=job.original_name,
             file_name=job.file.name,
             size_bytes=job.size_bytes,

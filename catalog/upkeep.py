@@ -43,7 +43,7 @@ def do_remove_import(job_id: int) -> ImportJob:
         job = ImportJob.objects.select_for_update(of=("self",)).select_related("catalog").get(pk=job_id)
         if job.status == ImportJob.Status.DONE:
             raise UpkeepRefused(
-                f"{job.original_name} was imported: its products are in {job.catalog.name} and the import "
+                f"{job.original_name} was imported: its products are in {job.catalog_label} and the import "
                 "is their record; nothing was removed"
             )
         if job.status == ImportJob.Status.RUNNING:
@@ -51,7 +51,7 @@ def do_remove_import(job_id: int) -> ImportJob:
         _delete_file_after_commit(job)
         job.delete()
     log.info(
-        "removed import %s (%s, %s) of catalog %s", job_id, job.original_name, job.status, job.catalog.name
+        "removed import %s (%s, %s) of catalog %s", job_id, job.original_name, job.status, job.catalog_label
     )
     return job
 

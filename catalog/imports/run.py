@@ -10,6 +10,7 @@ import logging
 from functools import partial
 
 from django.db import DatabaseError, connection, transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 
 from catalog.imports.errors import BadFile
@@ -55,7 +56,7 @@ def run_import(job_id: int) -> ImportJob | None:
                 if checked.skipped:
                     return _refuse(job, total, checked)
             counts = write()
-            notes = _fit_budgets(job, counts)
+            notes = _fit_budgets(job, counts) + ([] if counts.stored else _drop_empty_catalog(job))
             ImportJob.objects.filter(pk=job_id).update(
                 status=ImportJob.Status.DONE,
                 processed_rows=total,
@@ -89,16 +90,34 @@ def _fit_budgets(job: ImportJob, counts: Counts) -> list[str]:
     return notes
 
 
+def _drop_empty_catalog(job: ImportJob) -> list[str]:
+    """An import that stored nothing removes the catalog it was made for, when that catalog holds
+    nothing else (no product, no other import, nothing that names it): no empty catalog is left for
+    someone to find and wonder about. The job stays, naming it (ImportJob.catalog_name)."""
+    catalog = job.catalog
+    if catalog.products.exists() or catalog.imports.exclude(pk=job.pk).exists():
+        return []
+    try:
+        with transaction.atomic():
+            ImportJob.objects.filter(pk=job.pk).update(catalog=None, catalog_name=catalog.name)
+            catalog.delete()
+    except ProtectedError:  # an A/B system's imported outputs name it: it stays
+        return []
+    return [f"The catalog {catalog.name} held nothing else and was removed; upload into a new one again."]
+
+
 def _refuse(job: ImportJob, total: int, checked: Counts) -> ImportJob:
-    """An all-or-nothing import with bad rows: no product stored, the errors kept for the report."""
+    """An all-or-nothing import with bad rows: no product stored, the errors kept for the report.
+    Its good rows are not counted anywhere: none of them was stored either."""
     bad = checked.skipped
+    removed = _drop_empty_catalog(job)
     ImportJob.objects.filter(pk=job.pk).update(
         status=ImportJob.Status.FAILED,
         message=(
             f"Nothing was stored: you chose all or nothing, and {bad:,} of {total:,} rows "
             f"{'is' if bad == 1 else 'are'} bad (listed below by row and column). Fix "
             f"{'it' if bad == 1 else 'them'} and upload the file again, or import without all or nothing "
-            "to store the good rows."
+            "to store the good rows." + (f" {removed[0]}" if removed else "")
         ),
         processed_rows=total,
         created_count=0,

@@ -33,6 +33,7 @@ def do_create_import(upload: UploadedFile, catalog: Catalog | None, new_catalog_
             )
         job = ImportJob(
             catalog=catalog,
+            catalog_name=catalog.name,
             original_name=Path(upload.name).name[:255],
             size_bytes=upload.size,
             encoding=file_format.encoding,
