@@ -26,6 +26,7 @@ urlpatterns = [
     path("catalogs/<int:pk>/remove/", imports.catalog_remove, name="catalog_remove"),
     path("imports/<int:pk>/map/", imports.import_map, name="import_map"),
     path("imports/<int:pk>/preview/", imports.import_preview, name="import_preview"),
+    path("imports/<int:pk>/categories/", imports.import_categories, name="import_categories"),
     path("imports/<int:pk>/start/", imports.import_start, name="import_start"),
     path("imports/<int:pk>/progress/", imports.import_progress, name="import_progress"),
     path("imports/<int:pk>/errors.csv", imports.import_errors, name="import_errors"),

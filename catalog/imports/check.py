@@ -2,7 +2,7 @@
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from catalog import kinds
 from catalog.imports.map import Mapping
@@ -43,6 +43,16 @@ class CleanRow:
         return json.dumps(self.known, ensure_ascii=False)
 
 
+@dataclass
+class UnknownCategory:
+    """A category the file names that does not exist yet: how many rows name it, and the attributes
+    those rows carry values for (in column order), which a new schema can start from."""
+
+    name: str
+    rows: int = 0
+    attributes: list[str] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class CategoryInfo:
     id: int
@@ -77,6 +87,7 @@ class RowChecker:
             (info for info in categories.values() if info.id == mapping.fixed_category_id), None
         )
         self.first_row_of_sku: dict[str, int] = {}
+        self.unknown_categories: dict[str, UnknownCategory] = {}  # by lower-case name, in file order
 
     def _cell(self, cells: list[str], index: int | None) -> str:
         return cells[index].strip() if index is not None and index < len(cells) else ""
@@ -122,9 +133,18 @@ class RowChecker:
             )
         category = self._category(cells, error)
         known = self._known_values(cells, category, error)
+        if category is None and self.mapping.category is not None:
+            self._note_unknown(self._cell(cells, self.mapping.category), known)
         if errors or category is None:
             return None, errors
         return CleanRow(row, sku, title, description, category.id, category.name, known), []
+
+    def _note_unknown(self, name: str, known: dict) -> None:
+        if not name or name.lower() in self.categories:
+            return
+        unknown = self.unknown_categories.setdefault(name.lower(), UnknownCategory(name))
+        unknown.rows += 1
+        unknown.attributes += [a for a in known if a.lower() not in {b.lower() for b in unknown.attributes}]
 
     def _category(self, cells, error) -> CategoryInfo | None:
         if self.mapping.category is None:
@@ -137,7 +157,10 @@ class RowChecker:
             return None
         info = self.categories.get(name.lower())
         if info is None:
-            error(self.mapping.category, f"unknown category {name!r}: create it on the Schemas page first")
+            error(
+                self.mapping.category,
+                f"unknown category {name!r}: create it on the Schemas page first, or from the import's preview",
+            )
         return info
 
     def _known_values(self, cells, category: CategoryInfo | None, error) -> dict:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from catalog.csv_safety import looks_like_formula
-from catalog.imports.check import CleanRow, RowChecker, RowError, load_categories
+from catalog.imports.check import CleanRow, RowChecker, RowError, UnknownCategory, load_categories
 from catalog.imports.document_length import document_limit, document_tokens
 from catalog.imports.map import Mapping
 from catalog.imports.read import read_rows
@@ -55,6 +55,7 @@ class Preview:
     formulas: list[FormulaCell] = field(default_factory=list)
     long_documents: list[LongDocument] = field(default_factory=list)
     document_limit: int = 0  # tokens; a longer document fails its run
+    new_categories: list[UnknownCategory] = field(default_factory=list)  # named by rows, not there yet
 
 
 def build_preview(job: ImportJob) -> Preview:
@@ -85,6 +86,7 @@ def build_preview(job: ImportJob) -> Preview:
         if len(preview.rows) < PREVIEW_ROWS:
             preview.rows.append(PreviewRow(row, cells, clean, errors))
     preview.complete = next(rows, None) is None
+    preview.new_categories = list(checker.unknown_categories.values())
     existing = {
         p.sku: p
         for p in Product.objects.filter(

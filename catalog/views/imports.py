@@ -15,11 +15,13 @@ from catalog.csv_safety import csv_lines
 from catalog.forms import MappingForm, UploadForm
 from catalog.imports.errors import BadFile, BadMapping, FileOverLimit, WrongImportState
 from catalog.imports.map import Mapping, do_save_mapping, guess_mapping
+from catalog.imports.new_categories import EMPTY, WITH_ATTRIBUTES, do_create_import_categories
 from catalog.imports.preview import build_preview
 from catalog.imports.read import DELIMITER_NAMES, ENCODING_NAMES, check_size, read_rows
 from catalog.imports.start import do_start_import
 from catalog.imports.upload import do_create_import
 from catalog.models import Attribute, Catalog, ImportJob
+from catalog.schemas import SchemaError
 from catalog.upkeep import UpkeepRefused, do_remove_catalog, do_remove_import
 from slotwise.body_guard import FORM_OVERHEAD_BYTES, body_limit
 
@@ -198,10 +200,29 @@ def import_preview(request, pk: int):
         "mapping": mapping,
         "known_names": list(mapping.known.values()),
         "good_rows": preview.checked_rows - preview.bad_rows,
+        "schema_choices": {"attributes": WITH_ATTRIBUTES, "empty": EMPTY},
         "encoding": ENCODING_NAMES.get(job.encoding, job.encoding),
         "delimiter": DELIMITER_NAMES.get(job.delimiter, job.delimiter),
     }
     return render(request, "catalog/import_preview.html", context)
+
+
+@require_POST
+@role_required(ADMIN)
+def import_categories(request, pk: int):
+    """Create the new categories the preview lists (catalog/imports/new_categories.py), then show
+    the preview again: their rows are good rows now."""
+    job = get_object_or_404(ImportJob, pk=pk)
+    try:
+        created = do_create_import_categories(
+            job, request.POST.getlist("category"), request.POST.get("schema", ""), request.user
+        )
+    except (SchemaError, WrongImportState) as exc:
+        messages.error(request, f"No category was created: {exc}.")
+    else:
+        names = ", ".join(category.name for category in created)
+        messages.success(request, f"Created {names}; their rows import now. Check the preview below.")
+    return redirect("catalog:import_preview", pk=job.pk)
 
 
 @require_POST

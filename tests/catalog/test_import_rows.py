@@ -34,7 +34,7 @@ BAD_ROWS = [
     (
         "A4,Shoe,,Shoez,Acme,55,black",
         "category",
-        "unknown category 'Shoez': create it on the Schemas page first",
+        "unknown category 'Shoez': create it on the Schemas page first, or from the import's preview",
     ),
     ("A5,No category,,,Acme,55,black", "category", "category is empty"),
     (
@@ -77,6 +77,7 @@ def test_it_lists_every_bad_row_in_the_preview_with_row_column_and_reason(client
     assert '<strong id="good-rows">1 good</strong>' in body
     assert '<strong id="bad-rows" class="error">11 with errors</strong>' in body
     assert "unknown category &#x27;Shoez&#x27;: create it on the Schemas page first" in body
+    assert 'value="Shoez" checked> Create category <strong>Shoez</strong>' in body  # offered on the preview
     assert Product.objects.count() == 0  # the preview stores nothing
 
     client.post(reverse("catalog:import_start", args=[job.pk]))
