@@ -10,9 +10,14 @@ can say where they exceed the schema. The schema itself
 changes only when a person resizes it (the editor's "Resize to suggested", a new version).
 """
 
+from dataclasses import dataclass
+
 from catalog import budgets
-from catalog.models import SchemaVersion
+from catalog.models import Category, SchemaVersion
 from extraction import config
+
+# Categories named on one line of the run page before "and N more".
+CATEGORIES_NAMED = 6
 
 
 def run_sizes(schemas: list[SchemaVersion], model_dir: str) -> dict[str, dict[str, int]]:
@@ -34,14 +39,35 @@ def sizes_of(decode_settings: dict, schema_id: int) -> dict[str, int]:
     return (decode_settings.get("sizes") or {}).get(str(schema_id), {})
 
 
-def grown(run) -> list[tuple[str, int, int]]:
-    """(attribute, tokens decoded with, tokens its schema gives) where the run decodes more."""
-    rows = []
-    for schema in run.schema_versions.prefetch_related("attributes"):
+@dataclass(frozen=True)
+class TooSmall:
+    """An attribute whose schema gives a smaller slot than its values need, in the categories where
+    it does (the run page's one line per attribute, with a link to each schema to resize it)."""
+
+    name: str
+    categories: list[Category]
+
+    @property
+    def named(self) -> list[Category]:
+        return self.categories[:CATEGORIES_NAMED]
+
+    @property
+    def more(self) -> int:
+        return max(0, len(self.categories) - CATEGORIES_NAMED)
+
+
+def too_small(run) -> list[TooSmall]:
+    """The attributes the run decodes with more room than their schema gives, by name: a run over ten
+    categories that all say "Brand" gets one line for Brand, not ten."""
+    by_name: dict[str, list[Category]] = {}
+    for schema in run.schema_versions.select_related("category").prefetch_related("attributes"):
         sizes = sizes_of(run.decode_settings, schema.pk)
-        rows += [
-            (a.name, sizes[a.name], a.max_tokens)
-            for a in schema.attributes.all()
-            if sizes.get(a.name, 0) > a.max_tokens
-        ]
-    return sorted(set(rows))
+        for a in schema.attributes.all():
+            if sizes.get(a.name, 0) > a.max_tokens:
+                categories = by_name.setdefault(a.name, [])
+                if schema.category not in categories:
+                    categories.append(schema.category)
+    return [
+        TooSmall(name, sorted(categories, key=lambda c: c.name))
+        for name, categories in sorted(by_name.items())
+    ]

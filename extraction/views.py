@@ -108,7 +108,7 @@ def _run_context(request, run: Run) -> dict:
         "status_filter": status,
         "status_choices": WorkItem.Status.choices,
         "max_load_failures": settings.EXTRACTION_MAX_LOAD_FAILURES,
-        "grown_sizes": sizes.grown(run),
+        "too_small": sizes.too_small(run),
     }
     linked = run.linked_run
     if linked is not None:

@@ -54,14 +54,36 @@ def test_the_sizes_come_from_the_runs_model():
     assert sizes_of(fast.decode_settings, category.current_schema.pk)["Capacity"] == fast_trained
 
 
-def test_the_run_page_names_the_slots_larger_than_the_schema(client_for, alice):
-    category = make_category(
-        "Tea", AttributeData("Flavor", max_tokens=4), AttributeData("Brand", max_tokens=40)
-    )
+def test_the_run_page_says_per_attribute_which_schemas_to_resize_in_words(client_for, alice, bob):
+    """One line per attribute however many categories share it, each category's schema linked, no
+    token counts; an attribute whose schema has room, or whose size nothing knows better, is not
+    listed; reviewers read the same page."""
+    catalog = make_catalog()
+    categories = [
+        make_category(
+            name,
+            AttributeData("Flavor", max_tokens=4),
+            AttributeData("Brand", max_tokens=40),
+            AttributeData("Never seen before", max_tokens=3),
+        )
+        for name in ("Tea", "Coffee", "Cocoa")
+    ]
+    for category in categories:
+        make_product(catalog, category, known_values={"Flavor": LONG})
+    run = start(catalog)
+    for user in (alice, bob):
+        body = client_for(user).get(reverse("extraction:detail", args=[run.pk])).content.decode()
+        section = body.split('id="run-sizes"', 1)[1].split("</div>", 1)[0]
+        assert "1 attribute with values longer than its schema allows" in section
+        assert section.count("<li>") == 1 and "<strong>Flavor</strong>: resize it on the schema of" in section
+        links = [f'<a href="{reverse("catalog:schema", args=[c.pk])}">{c.name}</a>' for c in categories]
+        assert ", ".join(sorted(links, key=lambda link: link.rsplit(">", 2)[1])) in section  # by name
+        assert "Brand" not in section and "Never seen" not in section and "tokens" not in section
+
+
+def test_a_run_whose_schemas_have_room_says_nothing_about_sizes(client_for, alice):
+    category = make_category("Tea", AttributeData("Flavor", max_tokens=40))
     catalog = make_catalog()
     make_product(catalog, category, known_values={"Flavor": LONG})
-    run = start(catalog)
-    body = client_for(alice).get(reverse("extraction:detail", args=[run.pk])).content.decode()
-    tokens = sizes_of(run.decode_settings, category.current_schema.pk)["Flavor"]
-    assert f"Flavor {tokens} tokens (schema: 4)" in body
-    assert "Brand 40" not in body  # not grown: not listed
+    body = client_for(alice).get(reverse("extraction:detail", args=[start(catalog).pk])).content.decode()
+    assert 'id="run-sizes"' not in body
