@@ -30,10 +30,11 @@ def do_create_import_categories(job: ImportJob, names: list[str], schema: str, u
         raise SchemaError(
             f"choose how to create the categories ({' or '.join(SCHEMA_CHOICES)}), not {schema!r}"
         )
-    unknown = {c.name.lower(): c for c in build_preview(job).new_categories}
-    wanted = [unknown.get(name.strip().lower()) for name in names]
+    names = list(dict.fromkeys(name.strip() for name in names if name.strip()))
     if not names:
         raise SchemaError("tick at least one category to create")
+    unknown = {c.name.lower(): c for c in build_preview(job).new_categories}
+    wanted = [unknown.get(name.lower()) for name in names]
     if None in wanted:
         missing = [name for name, found in zip(names, wanted, strict=True) if found is None]
         raise SchemaError(
