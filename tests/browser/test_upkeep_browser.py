@@ -33,7 +33,9 @@ def test_an_admin_resizes_an_attribute_and_removes_a_stalled_import_and_its_empt
         page.click("#resize-attributes button")
         page.wait_for_selector("#schema-version:has-text('v2')")
         assert f"Saved as v2: Resized Flavor 4 → {wanted} tokens" in page.inner_text("#schema-editor")
-        assert f"({wanted} tokens)" in page.inner_text("#attribute-0")
+        # the size on one line in characters, its tokens in the cell's tooltip
+        assert f"~{wanted * budgets.CHARS_PER_TOKEN} characters" in page.inner_text("#attribute-0")
+        assert page.get_attribute("#attribute-0 td.size", "title") == f"{wanted} tokens"
         assert page.locator("#resize-attributes").count() == 0
 
         page.goto(f"{base}/catalog/upload/")
