@@ -12,12 +12,15 @@ memory stays flat (2.5-7 GB over 80 minutes at 4,096-token batches) with 12% in 
 train command runs under jemalloc when the system has it (Debian: `apt install libjemalloc2`), and
 falls back to the fixed glibc thresholds otherwise.
 
-jemalloc keeps its freed pages for good (no decay). With its default decay (freed pages returned
-after 10 s unused) the faster recipe of issue #46, whose steps take 10-20 s, gave its pages back
-between steps and faulted them in again at the next: 55 million minor page faults and 24% of its
-CPU time in the kernel over 8 steps; without decay, 2 million and 2%, peak 5.7 GB instead of 4.8.
-A trainer's working set is the same every step, so holding it costs nothing another step would not
-take back (PyTorch's CUDA caching allocator holds its blocks the same way).
+Training's pages between steps (issue #46, not settled): jemalloc serves blocks over 8 MB (every
+large tensor) from its own arena, which returns freed pages at once whatever the decay, so the
+faster recipe, whose steps take 10-20 s, faults its working set in again every step (55 million
+minor faults, 24% of its CPU time in the kernel over 8 steps). With no decay at all
+(`dirty_decay_ms:-1,muzzy_decay_ms:-1`) a 40-minute run made 229 tokens/s instead of 150, with 2%
+in the kernel; but the old recipe's varying shapes then piled up past a 24 GB host's memory (the
+speed bench, both recipes in one process, was killed at 23.7 GB), so the default stays until a
+setting is shown to keep pages without that growth (`oversize_threshold:0` with a decay longer than
+a step is the next to measure). MALLOC_CONF, when set, is used instead.
 """
 
 from __future__ import annotations
@@ -35,8 +38,8 @@ M_TRIM_THRESHOLD = -1  # mallopt parameters, from glibc's malloc.h
 M_MMAP_THRESHOLD = -3
 FIXED_THRESHOLD = 128 * 1024  # glibc's initial default, kept fixed instead of growing
 JEMALLOC = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")  # Debian / Ubuntu's libjemalloc2
-# freed pages stay with the process for reuse (see above: decay cost a fault per page per step)
-JEMALLOC_CONF = "background_thread:true,dirty_decay_ms:-1,muzzy_decay_ms:-1"
+# return freed pages to the system after 10 s unused (jemalloc's own default), in a background thread
+JEMALLOC_CONF = "background_thread:true,dirty_decay_ms:10000,muzzy_decay_ms:10000"
 OPT_OUT = "SLOTWISE_NO_JEMALLOC"  # set to 1 to train on the default allocator
 ALL_ARENAS = 4096  # jemalloc's MALLCTL_ARENAS_ALL: "arena.4096.purge" purges every arena
 
