@@ -140,11 +140,24 @@ class WorkItem(models.Model):
         ]
 
 
+class ExtractedValueQuerySet(models.QuerySet):
+    def for_product_page(self) -> "ExtractedValueQuerySet":
+        """The values with what the product page shows of each: its run, attribute, review and
+        reviewer, and the history that says how its review state was made (review.ValueReview.state
+        reads it): a handful of queries whatever the number of values. The review app sits above
+        this one, so its relations are named, not imported."""
+        return self.select_related("run", "attribute", "review", "review__reviewed_by").prefetch_related(
+            "events__bulk"
+        )
+
+
 class ExtractedValue(models.Model):
     """One (run, product, attribute) value with its confidence, as the worker wrote it.
 
     Its review state (status, reviewed value, version) is the review app's: review.ValueReview,
     one row per value, opened by the code that writes values (runner/leases.py)."""
+
+    objects = ExtractedValueQuerySet.as_manager()
 
     run = models.ForeignKey(Run, related_name="values", on_delete=models.CASCADE)
     product = models.ForeignKey(Product, related_name="extracted_values", on_delete=models.CASCADE)
