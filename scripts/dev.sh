@@ -12,6 +12,7 @@ LOG=.data/dev.log
 START_LIMIT_SECONDS="${SLOTWISE_START_LIMIT_SECONDS:-180}"
 
 answers() { $PY - "$1" <<'EOF'
+import http.client
 import sys
 import urllib.error
 import urllib.request
@@ -20,7 +21,7 @@ try:
     urllib.request.urlopen(sys.argv[1] + "/login/", timeout=5)
 except urllib.error.HTTPError:
     pass  # an error page is an answer too: the server is up
-except OSError:
+except (OSError, http.client.HTTPException):  # nothing listens yet, or it speaks no HTTP
     sys.exit(1)
 EOF
 }
