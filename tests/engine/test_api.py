@@ -194,9 +194,11 @@ def test_evaluate_interleaves_the_decoders_chunk_by_chunk(model_dir, tmp_path):
         per_chunk = sorted(c["seconds"][d] / c["seconds"]["hpd"] for c in res["chunks"])
         assert ratio["median"] == pytest.approx(per_chunk[1])
     assert "hpd_ratio" not in res["decoders"]["hpd"]
-    # the same values from either AR, so the same F1 and tokens per forward
+    # the same values from either AR, so the same F1, tokens and forwards, but for the prefix
+    # prefills: the prefix caches are shared, so whichever decodes a category first pays its one
     ar, honest = res["decoders"]["ar"], res["decoders"]["ar-honest"]
-    assert (ar["f1"], ar["tokens_per_step"]) == (honest["f1"], honest["tokens_per_step"])
+    assert (ar["f1"], ar["tokens_decoded"]) == (honest["f1"], honest["tokens_decoded"])
+    assert abs(ar["forward_steps"] - honest["forward_steps"]) <= len(res["categories"])
 
 
 def test_bfloat16_runs_every_decoder(model_dir):

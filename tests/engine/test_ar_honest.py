@@ -169,6 +169,7 @@ def test_honest_ar_writes_what_ar_writes_on_tiny_models(tokenizer, family, const
 
 def test_negative_control_a_head_on_the_wrong_rows_is_caught(bundled, monkeypatch):
     docs, attrs = next(iter(real_products().values()))
+    docs = docs[:4]  # a wrong head writes values to their gaps: a few products show it
     right, _ = bundled.extract(docs, attrs, decoder="ar-honest", batch=4)
     shifted = ar_honest.pair_logits
     vocab = bundled.model.get_output_embeddings().out_features
