@@ -122,7 +122,7 @@ END_TEXT = '"}'
 def terminator_id(tokenizer: Tokenizer) -> int:
     """VALUE_END when the vocabulary has it, else eos. With VALUE_END, HPD slot n and AR value n
     predict the same token after the value (with eos, AR would have to write '"' there instead)."""
-    value_end = _token_id(tokenizer, VALUE_END)
+    value_end = token_id(tokenizer, VALUE_END)
     if value_end is not None:
         return value_end
     if tokenizer.eos_token_id is None:
@@ -130,7 +130,7 @@ def terminator_id(tokenizer: Tokenizer) -> int:
     return int(tokenizer.eos_token_id)
 
 
-def _token_id(tokenizer: Tokenizer, token: str) -> int | None:
+def token_id(tokenizer: Tokenizer, token: str) -> int | None:
     """The id of one whole token of the vocabulary, or None. A lookup, not `get_vocab()`: that
     builds a dict of the whole vocabulary (0.48 s for Gemma's 262,145 tokens), and every row the
     trainer packs asks for the terminator."""

@@ -76,7 +76,7 @@ def load_base(base: str, dtype: torch.dtype, add_value_end: bool = True):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from extraction.engine.base_model import resize_embeddings
-    from extraction.engine.layout import VALUE_END
+    from extraction.engine.layout import VALUE_END, token_id
     from extraction.engine.modeling import check_servable
 
     tokenizer = AutoTokenizer.from_pretrained(base)
@@ -87,7 +87,7 @@ def load_base(base: str, dtype: torch.dtype, add_value_end: bool = True):
     model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype, attn_implementation="sdpa")
     # everything but the window here; each batch's real span is checked as it is built (train.collate_for)
     check_servable(model.config, span=getattr(model.config, "sliding_window", None))
-    if add_value_end and VALUE_END not in tokenizer.get_vocab():
+    if add_value_end and token_id(tokenizer, VALUE_END) is None:
         tokenizer.add_special_tokens({"additional_special_tokens": [VALUE_END]})
         resize_embeddings(model, len(tokenizer))
         log.info("added %s to the tokenizer (id %d)", VALUE_END, tokenizer.convert_tokens_to_ids(VALUE_END))
@@ -103,6 +103,14 @@ def base_dtype(args) -> torch.dtype:
         on_cuda = args.device.startswith("cuda")
         return DTYPES[args.base_dtype if on_cuda else cpu_dtype(args.base_dtype)]
     return torch.bfloat16 if args.device.startswith("cuda") else torch.float32
+
+
+def frozen_dtype(model) -> str | None:
+    """The dtype the frozen base ran in (what training.json records: a bfloat16 asked for on a CPU
+    without it ran in float32), read from the model, so that base_dtype's fallback is logged once."""
+    return next(
+        (str(p.dtype).removeprefix("torch.") for p in model.parameters() if not p.requires_grad), None
+    )
 
 
 def trained_in_float32(model) -> None:
