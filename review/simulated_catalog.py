@@ -39,14 +39,20 @@ def longest_value(products: list[FileProduct], category: str, attribute: str) ->
     return max(forms, key=budgets.tokens_of) if forms else None
 
 
-def schema_payloads(products: list[FileProduct]) -> list[dict]:
+def category_name(path: Path, category: str) -> str:
+    """The file's category under a name of the file's own ("oa-mine/dev.jsonl Shoes"), as
+    `manage.py learning_curve` names its: no other catalog's category gets a new schema version."""
+    return f"{path.parent.name}/{path.name} {category}"
+
+
+def schema_payloads(path: Path, products: list[FileProduct]) -> list[dict]:
     """One exported-schema object per category (catalog/schemas.py's format), each attribute a text
     copied from the product's text, sized for the catalog's longest value of it."""
     payloads = []
     for category, names in schemas_of(products).items():
         if not names:
             raise ProductsFileError(
-                f"category {category!r}: no record lists any attribute, so nothing to extract"
+                f"{path}: no record of category {category!r} lists any attribute, so nothing to extract"
             )
         attributes = [
             AttributeData(
@@ -55,7 +61,9 @@ def schema_payloads(products: list[FileProduct]) -> list[dict]:
             )
             for name in names
         ]
-        payloads.append({"category": category, "attributes": [vars(a) for a in attributes]})
+        payloads.append(
+            {"category": category_name(path, category), "attributes": [vars(a) for a in attributes]}
+        )
     return payloads
 
 
@@ -63,21 +71,21 @@ def catalog_name(path: Path) -> str:
     return f"Simulated review of {path.name} ({timezone.now():%Y-%m-%d %H:%M:%S.%f})"
 
 
-def _write_csv(products: list[FileProduct], out: Path) -> None:
+def _write_csv(path: Path, products: list[FileProduct], out: Path) -> None:
     with out.open("w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(HEADER)
         for p in products:
-            writer.writerow([p.sku, p.title, p.description, p.category])
+            writer.writerow([p.sku, p.title, p.description, category_name(path, p.category)])
 
 
 def load_catalog(path: Path, products: list[FileProduct], user=None) -> Catalog:
     """A new catalog holding `products` under their categories' schemas, all or nothing: a row the
     import refuses raises ProductsFileError naming its line in `path`, and nothing is stored."""
-    payloads = schema_payloads(products)
+    payloads = schema_payloads(path, products)
     with tempfile.TemporaryDirectory(prefix="slotwise-simulate-") as scratch:
         csv_path = Path(scratch) / "products.csv"
-        _write_csv(products, csv_path)
+        _write_csv(path, products, csv_path)
         with transaction.atomic():
             for payload in payloads:
                 do_import_schema(payload, user)
