@@ -47,7 +47,9 @@ def category_name(path: Path, category: str) -> str:
 
 def schema_payloads(path: Path, products: list[FileProduct]) -> list[dict]:
     """One exported-schema object per category (catalog/schemas.py's format), each attribute a text
-    copied from the product's text, sized for the catalog's longest value of it."""
+    copied from the product's text, sized as an attribute added without a size is (budgets.suggested)
+    with the file's longest value as the known one. The import's own fitting (schemas.fitted) then
+    finds nothing to grow: it reads known values from the stored products, which hold none here."""
     payloads = []
     for category, names in schemas_of(products).items():
         if not names:
@@ -88,7 +90,7 @@ def load_catalog(path: Path, products: list[FileProduct], user=None) -> Catalog:
         _write_csv(path, products, csv_path)
         with transaction.atomic():
             for payload in payloads:
-                do_import_schema(payload, user)
+                do_import_schema(payload, user, note=f"Imported by simulate_review from {path}")
             catalog = Catalog.objects.create(
                 name=catalog_name(path),
                 description=f"Loaded from {path} by simulate_review.",
