@@ -204,6 +204,28 @@ def do_move_attribute(category: Category, base_version: int, index: int, offset:
     return _change(category, base_version, user, move)
 
 
+@dataclass(frozen=True)
+class Resized:
+    """One attribute's token budget, grown from `old` to `new`."""
+
+    name: str
+    old: int
+    new: int
+
+
+def resized_text(resized: list[Resized]) -> str:
+    """The sizes that grew as a version's note and the messages say them: "Flavor 4 → 9 tokens"."""
+    return ", ".join(f"{r.name} {r.old} → {r.new}" for r in resized) + " tokens"
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A schema version do_fit_budgets wrote, and the sizes it grew."""
+
+    version: SchemaVersion
+    resized: list[Resized]
+
+
 def do_resize_attributes(category: Category, base_version: int, sizes: dict[str, int], user) -> SchemaVersion:
     """Grow the named attributes to the given token budgets (the editor's "Resize to suggested");
     an attribute already as large, or no longer there, is left as it is."""
@@ -213,11 +235,11 @@ def do_resize_attributes(category: Category, base_version: int, sizes: dict[str,
         for attribute in attributes:
             wanted = min(sizes.get(attribute.name, 0), MAX_TOKEN_BUDGET)
             if wanted > attribute.max_tokens:
-                changed.append(f"{attribute.name} {attribute.max_tokens} → {wanted}")
+                changed.append(Resized(attribute.name, attribute.max_tokens, wanted))
                 attribute.max_tokens = wanted
         if not changed:
             raise SchemaError("every attribute already has at least its suggested size; nothing changed")
-        return "Resized " + ", ".join(changed) + " tokens"
+        return "Resized " + resized_text(changed)
 
     return _change(category, base_version, user, resize)
 
@@ -235,9 +257,10 @@ def fitted(category: Category, data: AttributeData, values_only: bool = False) -
     return AttributeData(**{**asdict(data), "max_tokens": min(needed, MAX_TOKEN_BUDGET)})
 
 
-def do_fit_budgets(category: Category, user, why: str) -> SchemaVersion | None:
+def do_fit_budgets(category: Category, user, why: str) -> Fitted | None:
     """Grow every attribute of the category's current schema below the size its known values need,
-    as one new version noted `why` and what grew; None when every attribute fits already. Called
+    as one new version noted `why` and what grew (returned with it); None when every attribute fits
+    already. Called
     where values arrive (a product import, the demo loader), so a slot never starts out cutting
     them; a size a person chose smaller than the training data's stands (the editor warns of it)."""
     with transaction.atomic():
@@ -247,14 +270,14 @@ def do_fit_budgets(category: Category, user, why: str) -> SchemaVersion | None:
             return None
         attributes = current_attributes(current)
         grown = [fitted(category, data, values_only=True) for data in attributes]
-        changed = [
-            f"{new.name} {old.max_tokens} → {new.max_tokens}"
+        resized = [
+            Resized(new.name, old.max_tokens, new.max_tokens)
             for old, new in zip(attributes, grown, strict=True)
             if new.max_tokens != old.max_tokens
         ]
-        if not changed:
+        if not resized:
             return None
-        return _write_version(category, grown, user, f"{why}: " + ", ".join(changed) + " tokens")
+        return Fitted(_write_version(category, grown, user, f"{why}: {resized_text(resized)}"), resized)
 
 
 def schema_to_dict(version: SchemaVersion) -> dict:

@@ -7,6 +7,7 @@ This module must never import torch or the engine's decoders (the web process im
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Prefetch
 
 from catalog.models import Attribute, Catalog, Category, Product, SchemaVersion
 
@@ -140,11 +141,35 @@ class WorkItem(models.Model):
         ]
 
 
+class ExtractedValueQuerySet(models.QuerySet):
+    # Where for_product_page() puts each value's changes still standing, newest first.
+    STANDING_CHANGES = "standing_changes"
+
+    def for_product_page(self) -> "ExtractedValueQuerySet":
+        """The values with what the product page shows of each: its run, attribute, review and
+        reviewer, and the changes of its history still standing with their bulk actions (the newest
+        says how its review state was made: review.ValueReview.state): a handful of queries whatever
+        the number of values."""
+        # The history is the review app's, which sits above this one: reached through the relation
+        # it adds, not imported. Which changes still stand is its rule (ValueEvent.objects.standing).
+        history = self.model._meta.get_field("events").related_model
+        standing = Prefetch(
+            "events",
+            queryset=history.objects.standing().select_related("bulk"),
+            to_attr=self.STANDING_CHANGES,
+        )
+        return self.select_related("run", "attribute", "review", "review__reviewed_by").prefetch_related(
+            standing
+        )
+
+
 class ExtractedValue(models.Model):
     """One (run, product, attribute) value with its confidence, as the worker wrote it.
 
     Its review state (status, reviewed value, version) is the review app's: review.ValueReview,
     one row per value, opened by the code that writes values (runner/leases.py)."""
+
+    objects = ExtractedValueQuerySet.as_manager()
 
     run = models.ForeignKey(Run, related_name="values", on_delete=models.CASCADE)
     product = models.ForeignKey(Product, related_name="extracted_values", on_delete=models.CASCADE)

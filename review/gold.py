@@ -24,13 +24,9 @@ def approved_values():
 
 
 def standing_changes():
-    """The changes still standing (undos aside) of the outer query's value, newest first: the
-    first says how its current state was made (for a Subquery over ExtractedValue)."""
-    return (
-        ValueEvent.objects.filter(value=OuterRef("pk"), undone=False)
-        .exclude(action=ValueEvent.Action.UNDO)
-        .order_by("-version_after", "-id")
-    )
+    """The changes still standing (ValueEvent.objects.standing) of the outer query's value, newest
+    first: the first says how its current state was made (for a Subquery over ExtractedValue)."""
+    return ValueEvent.objects.standing().filter(value=OuterRef("pk"))
 
 
 def approved_by_hand():
@@ -43,14 +39,7 @@ def approved_by_hand():
 def state_made_by_hand(value: ExtractedValue) -> bool:
     """Whether `value`'s current review state was set by a person acting on it alone. An undo puts
     back the state of the newest change still standing, so that change says how it was made."""
-    last = (
-        value.events.filter(undone=False)
-        .exclude(action=ValueEvent.Action.UNDO)
-        .order_by("-version_after", "-id")
-        .values_list("action", flat=True)
-        .first()
-    )
-    return last in JUDGED_BY_HAND
+    return value.events.standing().values_list("action", flat=True).first() in JUDGED_BY_HAND
 
 
 def sync_gold(value: ExtractedValue, user, by_hand: bool) -> None:

@@ -14,7 +14,7 @@ from django.db.models import Q
 
 from catalog.models import Product, SchemaVersion
 from extraction.domain import NA
-from extraction.models import ExtractedValue, Run
+from extraction.models import ExtractedValue, ExtractedValueQuerySet, Run
 
 
 class ValueReview(models.Model):
@@ -141,11 +141,13 @@ class ValueReview(models.Model):
         return status
 
     def standing_change(self) -> "ValueEvent | None":
-        """The newest change of the value's history still standing (undos aside, as in
-        review/gold.state_made_by_hand): it says how the current state was made. Reads
-        `value.events.all()`, so a page listing many values prefetches their "events__bulk"."""
-        standing = [e for e in self.value.events.all() if not e.undone and e.action != ValueEvent.Action.UNDO]
-        return max(standing, key=lambda e: (e.version_after, e.id), default=None)
+        """The newest change of the value's history still standing (ValueEvent.objects.standing()):
+        it says how the current state was made. A page listing many values prefetches them
+        (ExtractedValue.objects.for_product_page()); otherwise they are asked for here."""
+        standing = getattr(self.value, ExtractedValueQuerySet.STANDING_CHANGES, None)
+        if standing is None:
+            return self.value.events.standing().select_related("bulk").first()
+        return standing[0] if standing else None
 
     @property
     def state(self) -> str:
@@ -162,6 +164,17 @@ class ValueReview(models.Model):
 
 
 APPROVED = (ValueReview.Status.ACCEPTED, ValueReview.Status.CORRECTED)
+
+
+class ValueEventQuerySet(models.QuerySet):
+    def standing(self) -> "ValueEventQuerySet":
+        """The changes still standing, newest first: neither undone nor an undo (an undo puts back
+        the state of the newest change still standing), so the first of a value's says how its
+        current review state was made. The one definition: gold, the exports and the product page
+        all ask it."""
+        return (
+            self.filter(undone=False).exclude(action=ValueEvent.Action.UNDO).order_by("-version_after", "-id")
+        )
 
 
 class ValueEvent(models.Model):
@@ -192,6 +205,8 @@ class ValueEvent(models.Model):
     bulk = models.ForeignKey(
         "BulkAction", null=True, blank=True, related_name="events", on_delete=models.SET_NULL
     )
+
+    objects = ValueEventQuerySet.as_manager()
 
     class Meta:
         ordering = ["-at", "-id"]

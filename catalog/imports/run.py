@@ -19,7 +19,7 @@ from catalog.imports.progress import ProgressWriter
 from catalog.imports.read import count_rows
 from catalog.imports.write import Counts, import_file, save_errors
 from catalog.models import Catalog, Category, ImportJob, ImportRowError
-from catalog.schemas import do_fit_budgets
+from catalog.schemas import do_fit_budgets, resized_text
 
 logger = logging.getLogger(__name__)
 
@@ -82,9 +82,9 @@ def _fit_budgets(job: ImportJob, counts: Counts) -> list[str]:
     holds; one sentence per category grown, for the import's summary."""
     notes = []
     for category in Category.objects.filter(pk__in=counts.categories).order_by("name"):
-        version = do_fit_budgets(category, job.created_by, f"Sized to the values of import {job.pk}")
-        if version is not None:
-            notes.append(f"{version}: {version.note.split(': ', 1)[1]}.")
+        fitted = do_fit_budgets(category, job.created_by, f"Sized to the values of import {job.pk}")
+        if fitted is not None:
+            notes.append(f"{fitted.version}: {resized_text(fitted.resized)}.")
     if notes:
         notes.insert(0, "Attributes grew to fit the imported values (a value longer than its slot is cut):")
     return notes

@@ -106,13 +106,8 @@ def picked_run(request, runs: list) -> int | None:
 def product_detail(request, pk: int):
     product = get_object_or_404(Product.objects.select_related("catalog", "category"), pk=pk)
     schema = product.category.current_schema
-    # Every run's values, each with its review and the history that says how its state was made
-    # (review.ValueReview.state reads it): a handful of queries whatever the number of values.
-    values = list(
-        product.extracted_values.select_related("run", "attribute", "review", "review__reviewed_by")
-        .prefetch_related("events__bulk")
-        .order_by("-run__created_at", "-run_id")
-    )
+    # Every run's values, newest run first, each with its review and how its state was made.
+    values = list(product.extracted_values.for_product_page().order_by("-run__created_at", "-run_id"))
     runs = runs_of(values)
     try:
         run_id = picked_run(request, runs)

@@ -113,7 +113,11 @@ def evaluate_data_arguments(p: argparse.ArgumentParser) -> None:
         help="measure a random Llama of the default's size instead of a model (speed only: its values are "
         "noise; the header and the JSON say so)",
     )
-    p.add_argument("--decoders", default=DEFAULT_DECODERS, help="comma list of ar,pld,fork,hpd")
+    p.add_argument(
+        "--decoders",
+        default=DEFAULT_DECODERS,
+        help="comma list of ar,ar-honest,pld,fork,hpd (also ar-uncached, ar-honest-static, hpd-dense)",
+    )
     p.add_argument(
         "--categories",
         default=None,
@@ -397,7 +401,7 @@ def add_precision_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--base", default=REFERENCE, help="the reference precision: F1 and speed are given against it"
     )
-    p.add_argument("--decoders", default="hpd,ar", help="comma list of hpd,ar")
+    p.add_argument("--decoders", default="hpd,ar", help="comma list of hpd,ar,ar-honest")
     p.add_argument("--sample", type=int, default=None, help="N products spread over the file (default all)")
     p.add_argument("--chunk", type=int, default=16, help="products per chunk (one extract call)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")

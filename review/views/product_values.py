@@ -21,13 +21,8 @@ IN_PLACE_ACTIONS = (ValueEvent.Action.ACCEPT, ValueEvent.Action.CORRECT, ValueEv
 
 
 def product_value(value_id: int) -> ExtractedValue:
-    """One value as the product page lists it: with its run, attribute, review and the history
-    that says how its state was made (ValueReview.state)."""
-    return (
-        ExtractedValue.objects.select_related("run", "attribute", "review", "review__reviewed_by")
-        .prefetch_related("events__bulk")
-        .get(pk=value_id)
-    )
+    """One value as the product page lists it (ExtractedValue.objects.for_product_page)."""
+    return ExtractedValue.objects.for_product_page().get(pk=value_id)
 
 
 def value_cell(request, value: ExtractedValue, acted: Acted) -> HttpResponse:

@@ -6,11 +6,11 @@ import pytest
 
 from evaluation.models import Vote
 from extraction.models import ExtractedValue, Run
-from review.models import GoldValue
 from review.opening import open_reviews
 from tests.support.ab_factories import make_campaign, make_two_runs
 from tests.support.browser import chromium_page, sign_in
 from tests.support.factories import make_run, make_scenario, make_values
+from tests.support.gold import label_blind
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 ROWS = "document.querySelectorAll('#value-list .vrow').length"
@@ -73,17 +73,7 @@ def test_auto_accept_refuses_without_blind_gold_then_offers_a_threshold_that_ski
         assert "0 of 60 products labelled blind" in page.inner_text("#blind-progress")
 
         # 44 products labelled blind, each label the model's value: right at 0.99
-        GoldValue.objects.bulk_create(
-            GoldValue(
-                product=v.product,
-                attribute_name="Brand",
-                schema=scene.schema,
-                value=v.value,
-                provenance=GoldValue.Provenance.BLIND,
-                approved_by=alice,
-            )
-            for v in values[:45]
-        )
+        label_blind(values[:45], alice)
         page.goto(f"{live_server.url}/review/auto-accept/?run={scene.run.pk}&target=90")
         row = page.locator('#attributes tr[data-attribute="Brand"]')
         assert row.get_attribute("data-offered") == "0.990000"

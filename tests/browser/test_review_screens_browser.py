@@ -10,9 +10,9 @@ from playwright.sync_api import expect
 
 from review import precision
 from review.actions import do_review
-from review.models import GoldValue
 from tests.support.browser import chromium_page, sign_in
 from tests.support.factories import make_scenario
+from tests.support.gold import label_blind
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -21,17 +21,8 @@ def test_a_reviewer_reads_the_auto_accept_page_and_only_an_admin_gets_the_button
     live_server, bob, alice, password
 ):
     scene = make_scenario(products=40, attributes=("Brand",), value_of=lambda i, n: (f"b{i}", 0.99))
-    GoldValue.objects.bulk_create(  # 30 products labelled blind, each label the model's value
-        GoldValue(
-            product=v.product,
-            attribute_name="Brand",
-            schema=scene.schema,
-            value=v.value,
-            provenance=GoldValue.Provenance.BLIND,
-            approved_by=alice,
-        )
-        for v in sorted(scene.values, key=lambda v: v.product.sku)[:30]
-    )
+    # 30 products labelled blind, each label the model's value
+    label_blind(sorted(scene.values, key=lambda v: v.product.sku)[:30], alice)
     needed = precision.estimate(scene.run, 0.98).of("Brand").needed
     row = '#attributes tr[data-attribute="Brand"]'
     with chromium_page() as page:

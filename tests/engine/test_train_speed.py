@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from extraction.engine import modeling
 from extraction.engine.train.corpus import load_corpus
 from extraction.engine.train.losses import causal_lm, training_hidden, training_logits
 from extraction.engine.train.row_packing import collate
+from extraction.engine.train.starting_model import base_dtype
 from extraction.engine.train.trainer import optimizer, prepare_run, run_train, train_step
 from tests.engine.test_train import SLIDING, fine_tune_args
 from tests.support.toy_training import DOCS
@@ -140,7 +142,9 @@ def test_train_layers_freezes_the_lower_layers_which_run_without_autograd(tmp_pa
     assert any(not torch.equal(saved[k], start[k]) for k in start if ".layers.1." in k and "lora_" in k)
 
 
-def test_a_bfloat16_base_trains_a_float32_adapter_with_float32_optimizer_state(tmp_path):
+def test_a_bfloat16_base_trains_a_float32_adapter_with_float32_optimizer_state(tmp_path, monkeypatch):
+    # as on a CPU with native bfloat16, so that the bfloat16 path is tested on every host
+    monkeypatch.setattr(modeling, "native_cpu_bfloat16", lambda: True)
     run, rows = prepared(tmp_path, base_dtype="bfloat16", sparse_token_rows=True)
     model = run.model
     frozen = [p for p in model.parameters() if not p.requires_grad]
@@ -154,6 +158,34 @@ def test_a_bfloat16_base_trains_a_float32_adapter_with_float32_optimizer_state(t
     states = [opt.state[p] for p in trained]
     assert all(s["exp_avg"].dtype == s["exp_avg_sq"].dtype == torch.float32 for s in states)
     assert any(not torch.equal(b, p) for b, p in zip(before, trained, strict=True))  # it did learn
+
+
+def test_a_vocabulary_without_the_value_terminator_ends_values_with_eos(tmp_path):
+    """terminator_id looks the token up (no whole-vocabulary dict per packed row): where the
+    tokenizer lacks <|eov|>, as Gemma 3's own, it is eos, and once the train command adds it, its id."""
+    from transformers import AutoTokenizer
+
+    from extraction.engine.layout import VALUE_END, terminator_id
+
+    tok = AutoTokenizer.from_pretrained(base_without_eov(tmp_path))
+    assert tok.unk_token_id is None and terminator_id(tok) == tok.eos_token_id
+    tok.add_special_tokens({"unk_token": "<unk>"})  # an unknown token then looks up as unk
+    assert terminator_id(tok) == tok.eos_token_id != tok.unk_token_id
+    tok.add_special_tokens({"additional_special_tokens": [VALUE_END]})
+    assert terminator_id(tok) == len(tok) - 1 != tok.eos_token_id
+
+
+def test_a_bfloat16_base_runs_in_float32_on_a_cpu_without_native_bfloat16(tmp_path, monkeypatch, caplog):
+    """Emulated bfloat16 (AVX2 only) made a training step's matmuls about 190 times slower: there the
+    base trains in float32 and the log says why (on CUDA the option is taken as it is)."""
+    monkeypatch.setattr(modeling, "native_cpu_bfloat16", lambda: False)
+    with caplog.at_level("INFO", logger="extraction"):
+        run, _ = prepared(tmp_path, base_dtype="bfloat16", sparse_token_rows=True)
+    assert {p.dtype for p in run.model.parameters()} == {torch.float32}
+    assert "no native bfloat16" in caplog.text
+    args = adapter_args(tmp_path, base_dtype="bfloat16")
+    args.device = "cuda"
+    assert base_dtype(args) == torch.bfloat16
 
 
 def test_document_blocks_give_the_dense_masks_logits_and_gradients_on_packed_rows():

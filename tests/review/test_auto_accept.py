@@ -18,6 +18,7 @@ from review.filters import FilterError, QueueFilter
 from review.models import BulkAction, GoldValue, ValueEvent
 from review.opening import open_reviews
 from tests.support.factories import make_scenario
+from tests.support.gold import label_blind
 from tests.support.pages import refusal
 
 pytestmark = pytest.mark.django_db
@@ -34,21 +35,6 @@ def scene_with_confidences(confidences, attributes=("Brand",)):
     ExtractedValue.objects.bulk_update(values, ["confidence"])
     open_reviews(values)  # as a worker writing a value again does: the review row takes the new confidence
     return scene, values
-
-
-def label_blind(values, right, user):
-    """Blind labels of `values`' products: the value itself where right(i, value), else another."""
-    GoldValue.objects.bulk_create(
-        GoldValue(
-            product=v.product,
-            attribute_name=v.attribute.name,
-            schema=v.attribute.schema,
-            value=v.value if right(i, v) else "something else",
-            provenance=GoldValue.Provenance.BLIND,
-            approved_by=user,
-        )
-        for i, v in enumerate(values)
-    )
 
 
 def test_the_confidence_range_filters_and_refuses_bad_bounds():
@@ -131,7 +117,7 @@ def test_without_enough_blind_labels_nothing_is_offered_and_it_says_how_many_are
     scene, values = scene_with_confidences([0.99] * 300)
     for value in values[:250]:  # 250 values accepted one by one in the queue are not blind evidence
         do_review(value.pk, 0, "accept", bob)
-    label_blind(values[250:260], lambda i, v: True, bob)  # 10 products labelled blind, all right
+    label_blind(values[250:260], bob)  # 10 products labelled blind, all right
     found = precision.estimate(scene.run, 0.95)
     assert (found.labelled_products, found.run_products, found.too_few) == (10, 300, True)
     assert found.products_needed == 10
@@ -149,8 +135,8 @@ def test_a_threshold_is_offered_only_where_the_intervals_lower_end_reaches_the_t
     labelled = [v for v in values if int(v.product.sku[1:]) < 100]
     label_blind(
         labelled,
-        lambda i, v: v.attribute.name == "Brand" and (v.confidence > 0.9 or int(v.product.sku[1:]) % 2),
         bob,
+        lambda i, v: v.attribute.name == "Brand" and (v.confidence > 0.9 or int(v.product.sku[1:]) % 2),
     )
     found = precision.estimate(scene.run, 0.95)
     brand, color = found.of("Brand"), found.of("Color")
@@ -167,7 +153,7 @@ def test_a_threshold_is_offered_only_where_the_intervals_lower_end_reaches_the_t
 
 def test_cut_values_are_not_evidence_and_never_auto_accepted(client_for, alice):
     scene, values = scene_with_confidences([0.99] * 120)
-    label_blind(values[:100], lambda i, v: True, alice)
+    label_blind(values[:100], alice)
     cut = values[110]
     ExtractedValue.objects.filter(pk__in=[values[0].pk, cut.pk]).update(truncated=True)
     found = precision.estimate(scene.run, 0.95).of("Brand")
@@ -200,7 +186,7 @@ def test_the_page_refuses_then_offers_and_accepting_takes_only_what_it_offered(c
     assert refused.status_code == 400 and "no threshold reaches 95.0%" in refused.content.decode()
     assert not BulkAction.objects.exists()
 
-    label_blind(values[10:90], lambda i, v: True, alice)  # 80 products labelled blind, all right
+    label_blind(values[10:90], alice)  # 80 products labelled blind, all right
     do_review(values[95].pk, 0, "reject", alice)  # rejected: auto-accept takes pending values only
     body = client.get(reverse("review:auto_accept"), {"run": scene.run.pk, "target": "95"}).content.decode()
     assert 'id="refusal"' not in body
@@ -224,7 +210,7 @@ def test_the_page_refuses_then_offers_and_accepting_takes_only_what_it_offered(c
 
 def test_reviewers_see_the_page_read_only_and_only_admins_accept(client_for, bob, alice, carol):
     scene, values = scene_with_confidences([0.99] * 40)
-    label_blind(values[:30], lambda i, v: True, alice)  # 30 right: not enough for 98% yet
+    label_blind(values[:30], alice)  # 30 right: not enough for 98% yet
     client = client_for(bob)
     page = client.get(reverse("review:auto_accept"), {"run": scene.run.pk, "target": "98"})
     body = page.content.decode()

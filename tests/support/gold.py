@@ -1,4 +1,5 @@
-"""Gold rows for tests: a catalog's known values made gold, as a curated catalog's would be."""
+"""Gold rows for tests: a catalog's known values made gold, as a curated catalog's would be; blind
+labels, as reviewers who saw no model output would type them."""
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -38,3 +39,19 @@ def seed_gold_from_known_values(products: QuerySet, user=None) -> int:
         before = GoldValue.objects.count()
         GoldValue.objects.bulk_create(rows, ignore_conflicts=True, batch_size=2000)
         return GoldValue.objects.count() - before
+
+
+def label_blind(values, user, right=lambda i, value: True) -> None:
+    """Blind labels of `values`' products, one per value's attribute: the value itself where
+    right(i, value) (the model got it right), else another."""
+    GoldValue.objects.bulk_create(
+        GoldValue(
+            product=v.product,
+            attribute_name=v.attribute.name,
+            schema=v.attribute.schema,
+            value=v.value if right(i, v) else "something else",
+            provenance=GoldValue.Provenance.BLIND,
+            approved_by=user,
+        )
+        for i, v in enumerate(values)
+    )

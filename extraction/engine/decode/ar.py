@@ -1,5 +1,7 @@
-"""AR-JSON baseline (HF generate, batched over products, KV cache on) and prompt lookup decoding
-(HF prompt_lookup_num_tokens, batch 1). Same prompt wording as HPD (layout.build_ar_prompt)."""
+"""AR-JSON baseline as the paper runs it (HF generate, batched over products, KV cache on) and prompt
+lookup decoding (HF prompt_lookup_num_tokens, batch 1). Same prompt wording as HPD
+(layout.build_ar_prompt). ar_honest.py writes the same outputs at AR's honest best, reusing the
+constraint (ExtractiveProcessor) and the readers here."""
 
 from __future__ import annotations
 
@@ -147,9 +149,10 @@ class ExtractiveProcessor(LogitsProcessor):
         self.c: BatchedConstraint | None = None  # built on the first call, on the scores' device
         self._truncated = None
 
-    def _build(self, device) -> None:
+    def build(self, device) -> None:
         """Row b's value n is slot b * N + n of one BatchedConstraint; the scaffold position of every
-        row (part, tokens of it written, inside the value after it, done) is a tensor too."""
+        row (part, tokens of it written, inside the value after it, done) is a tensor too. Called on
+        the first __call__ under generate; a decoder of its own (ar_honest.py) calls it first."""
         B, N = len(self.index), len(self.ends)
         specs = [(self.rules[n], self.index[b], self.ends[n]) for b in range(B) for n in range(N)]
         self.c = BatchedConstraint(specs, device)
@@ -203,10 +206,12 @@ class ExtractiveProcessor(LogitsProcessor):
         token), the end token only where the value may end when it is also a text token."""
         return self.c.allowed(slot, vocab, strict_end=self.end_is_text)
 
-    def allowed(self, scores: torch.Tensor):
+    def allowed(self, vocab: int, would_write):
         """-> (rows, tokens, every [B] bool): every row's allowed next tokens as (row, token) pairs;
-        rows with every set (done rows, free values) allow every token."""
-        B, V = scores.shape
+        rows with every set (done rows, free values) allow every token. would_write(rows, pair rows,
+        pair tokens, free) -> the greedy token [len(rows)] among those pairs (pair rows index rows): what
+        the model would write in a value whose gap is full (the one place the scores are read)."""
+        V = vocab
         every = self.done.clone()
         slot = self._slot()
         forced = ~self.done & ~self.in_value
@@ -221,19 +226,21 @@ class ExtractiveProcessor(LogitsProcessor):
         finish = self.c.finishing(slot[full])
         forced_tok[full] = torch.where(finish >= 0, finish, self.c.end[slot[full]])  # finish "n/a", or end
         judge = full[finish < 0]  # would the model have ended here?
-        best, _ = masked_choice(scores[judge], *self._value_allowed(slot[judge], V))
+        best = would_write(judge, *self._value_allowed(slot[judge], V))
         self._truncated[judge, self.part[judge]] = best != self.c.end[slot[judge]]
         one = (forced_tok >= 0).nonzero().squeeze(1)
         return torch.cat([r[v_rows], one]), torch.cat([v_toks, forced_tok[one]]), every
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         if self.c is None:
-            self._build(scores.device)
+            self.build(scores.device)
         new = input_ids[:, self.prompt_len + self.seen :]  # [B, tokens since the last call]
         self.seen = input_ids.shape[1] - self.prompt_len
         for k in range(new.shape[1]):  # one token per call: a loop over steps, not rows
             self.push(new[:, k])
-        rows, toks, every = self.allowed(scores)
+        rows, toks, every = self.allowed(
+            scores.shape[1], lambda r, *pairs: masked_choice(scores[r], *pairs)[0]
+        )
         # the allowed logits copied into -inf: a few per row, not a mask over the vocabulary
         out = torch.full_like(scores, float("-inf"))
         out[rows, toks] = scores[rows, toks]
@@ -324,14 +331,12 @@ def value_confidences(
 
 
 def read_outputs(
-    tokenizer, schema: SchemaPrompt, sequences: torch.Tensor, chosen: ChosenLogprobs, proc
+    tokenizer, schema: SchemaPrompt, new: torch.Tensor, lp: torch.Tensor, proc
 ) -> list[AROutput]:
-    """One generate call's sequences [B, prompt + T] -> AROutput per row: read from the token ids
-    under the constraint (proc: its ExtractiveProcessor), else parsed from the text. Log-probabilities
-    from chosen (under the constraint: renormalized over the allowed tokens, as in HPD)."""
+    """One batch's generated ids new [B, T] and their log-probabilities lp [B, T] (under the
+    constraint: renormalized over the allowed tokens, as in HPD) -> AROutput per row: read from the
+    token ids under the constraint (proc: its ExtractiveProcessor), else parsed from the text."""
     names = [a.name for a in schema.attributes]
-    new = sequences[:, chosen.prompt_len :]  # [B, T]
-    lp = chosen.table(*new.shape)
     outs = []
     for b in range(new.shape[0]):
         toks = new[b].tolist()
@@ -398,7 +403,8 @@ def generate_json(
                 logits_processor=LogitsProcessorList([p for p in (proc, chosen) if p is not None]),
                 **kw,
             )
-            outs += read_outputs(tokenizer, schema, sequences, chosen, proc)
+            new = sequences[:, ids.shape[1] :]  # [B, T]
+            outs += read_outputs(tokenizer, schema, new, chosen.table(*new.shape), proc)
     finally:
         counter.close()
     return outs, counter.count

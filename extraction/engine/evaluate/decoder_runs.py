@@ -17,6 +17,9 @@ from extraction.engine.metric import Report, is_na
 
 SWEEPS = {
     "ar": [1, 4, 16, 64],
+    # finished rows leave its batch and its head is a few rows a token: larger batches may pay
+    "ar-honest": [1, 4, 16, 64, 128],
+    "ar-honest-static": [1, 4, 16, 64, 128],
     "ar-uncached": [1, 4, 16, 64],
     "fork": [1, 4, 16, 64],
     "pld": [1],

@@ -46,7 +46,7 @@ PRECISIONS = {
 }
 EQUAL_F1 = 0.005  # within half a point of the reference's F1 counts as equal quality
 REFERENCE = "float32"  # what the table compares with unless --base names another precision
-SETTINGS = {"hpd": {"stack": 1, "rows": 16}, "ar": {"batch": 16}}
+SETTINGS = {"hpd": {"stack": 1, "rows": 16}, "ar": {"batch": 16}, "ar-honest": {"batch": 16}}
 
 
 @dataclass

@@ -14,8 +14,9 @@ from extraction.engine.evaluate import seen_values
 from extraction.engine.evaluate.decoder_runs import Run, setting_text
 
 # issue 17: HPD at least this many times as fast as each baseline (the median of the per-chunk
-# ratios of one interleaved run, every decoder at its best settings, the same products)
-SPEED_BAR = {"ar": 4.0, "pld": 4.0, "fork": 1.5}
+# ratios of one interleaved run, every decoder at its best settings, the same products); issue 49:
+# as fast against AR at its honest best (ar-honest) as against the paper's AR-JSON
+SPEED_BAR = {"ar": 4.0, "ar-honest": 4.0, "pld": 4.0, "fork": 1.5}
 
 
 def write(line: str = "") -> None:

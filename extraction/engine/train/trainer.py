@@ -34,7 +34,7 @@ from extraction.engine.train.corpus import Corpus, focus_subset, load_corpus, mo
 from extraction.engine.train.losses import LossLog, step_losses
 from extraction.engine.train.phases import phase
 from extraction.engine.train.row_packing import Row, RowConfig, RowSampler, collate
-from extraction.engine.train.starting_model import starting_model
+from extraction.engine.train.starting_model import base_dtype, starting_model
 
 log = logging.getLogger("extraction.train")
 
@@ -377,7 +377,8 @@ def run_train(args) -> int:
         "parameters": n_params,
         "trained_parameters": n_trainable,
         "lora": {"rank": args.lora, "from_layer": args.lora_from} if args.lora else None,
-        "base_dtype": args.base_dtype,
+        # what the base ran in: a bfloat16 asked for on a CPU without it runs in float32
+        "base_dtype": args.base_dtype and str(base_dtype(args)).removeprefix("torch."),
         "train_layers": args.train_layers,
         "formats": sorted(formats),
         "augment": None if run.aug_cfg is None else asdict(run.aug_cfg),
