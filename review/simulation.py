@@ -4,9 +4,11 @@ A simulated reviewer who knows the gold of a products file (review/products_file
 catalog loaded from it (review/simulated_catalog.py) through the product's own logic only:
 
 1. the blind labelling the product asks for before it judges auto-accept (review/blind.py: its
-   seeded sample, MIN_PRODUCTS products), each product typed whole;
-2. auto-accept wherever the catalog's blind gold offers a threshold (review/precision.py), run as
-   the bulk accept the auto-accept page starts (review/bulk.py);
+   seeded sample, MIN_PRODUCTS products), each product typed whole, and more while the auto-accept
+   page asks for them before it could pool a threshold, up to the plan's `blind_most`;
+2. auto-accept wherever the catalog's blind gold offers a threshold, an attribute's own or the
+   pooled one (review/precision.py), run as the bulk accept the auto-accept page starts
+   (review/bulk.py);
 3. the review queue of the newest run, pending values in the queue's own order
    (review/filters.py, review/useful_order.py), a page at a time: each value read is accepted when
    it is right, set to n/a when the gold has none, else corrected to the gold (review/actions.py);
@@ -58,10 +60,12 @@ SETTLED = (BLIND, HAND)  # a person's value: the queue's offers for the slot are
 class Plan:
     """How the reviewer works. `max_looks`: stop once this many are spent (None: no limit);
     `blind_products`: products labelled blind before the queue (the product's floor for judging
-    auto-accept); `learn_every`: reviewed products between training jobs (None: no learning)."""
+    auto-accept); `blind_most`: the most products the reviewer labels blind when the auto-accept
+    page asks for more (None: no more); `learn_every`: reviewed products between training jobs (None: no learning)."""
 
     max_looks: int | None = None
     blind_products: int = MIN_PRODUCTS
+    blind_most: int | None = None  # label more blind, up to this many products, when auto-accept asks
     target: float = DEFAULT_TARGET
     sort: str = USEFUL
     learn_every: int | None = None
@@ -198,10 +202,11 @@ class Reviewer:
         self.outcome.runs.append(self.run.pk)
         self.read_catalog()
 
-    def label_blind(self) -> None:
-        """Type the products the blind sample serves, whole, until the plan's number is labelled."""
+    def label_blind(self, count: int | None = None) -> None:
+        """Type the products the blind sample serves, whole, until `count` more (default the plan's
+        number) are labelled."""
         selection = Selection(self.catalog)
-        for _ in range(self.plan.blind_products):
+        for _ in range(self.plan.blind_products if count is None else count):
             product = selection.next_product()
             if product is None:
                 break  # every product is labelled
@@ -212,8 +217,22 @@ class Reviewer:
             for name, label in labels.items():
                 self.show((product.pk, name), label, BLIND)
             self.mark()
-        if self.plan.blind_products:
+        if self.plan.blind_products if count is None else count:
             self.mark({"event": "blind_labelled", "products": selection.progress()[0]})
+
+    def label_blind_as_asked(self) -> None:
+        """Label the products the auto-accept page asks for before it could pool a threshold, while
+        that keeps the blind-labelled products within the plan's `blind_most`."""
+        while self.plan.blind_most is not None:
+            found = precision.estimate(self.run, self.plan.target)
+            asked = found.pool_needed if found.pool is None else None
+            if (
+                not asked
+                or found.labelled_products + asked > self.plan.blind_most
+                or found.labelled_products >= found.run_products  # every product is labelled
+            ):
+                return
+            self.label_blind(asked)
 
     def auto_accept(self) -> None:
         """Every threshold the auto-accept page offers for the run at the plan's target, accepted."""
@@ -316,6 +335,7 @@ class Reviewer:
         self.mark({"event": "extracted", "run": self.run.pk})
         try:
             self.label_blind()
+            self.label_blind_as_asked()
             self.auto_accept()
             while self.review_queue():
                 pass

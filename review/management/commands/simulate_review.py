@@ -27,6 +27,8 @@ from runner.inline import JobSize, decode_run, train_and_promote
 
 REVIEWER = "simulated-reviewer"
 DEFAULT_LEARN_EVERY = 50  # reviewed products between two training jobs
+# A person follows the auto-accept page's ask for more blind labels while it stays a few dozen products.
+DEFAULT_BLIND_MOST = 3 * MIN_PRODUCTS
 
 
 def simulated_user() -> User:
@@ -62,6 +64,13 @@ class Command(BaseCommand):
             type=positive,
             default=MIN_PRODUCTS,
             help=f"products labelled blind first (default {MIN_PRODUCTS})",
+        )
+        parser.add_argument(
+            "--blind-most",
+            type=positive,
+            default=DEFAULT_BLIND_MOST,
+            help="label more products blind when auto-accept asks, up to this many in all "
+            f"(default {DEFAULT_BLIND_MOST}; 0: never more than --blind)",
         )
         parser.add_argument(
             "--target", type=float, default=100 * DEFAULT_TARGET, help="auto-accept's precision, in percent"
@@ -105,6 +114,7 @@ class Command(BaseCommand):
         plan = Plan(
             max_looks=options["max_looks"],
             blind_products=options["blind"],
+            blind_most=options["blind_most"] or None,
             target=options["target"] / 100,
             sort=options["sort"],
             learn_every=options["learn_every"] if options["learn"] else None,
