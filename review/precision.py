@@ -27,6 +27,7 @@ are a fair sample of the values the pooled threshold accepts (the left-out attri
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from django.db.models import OuterRef, Subquery
 
@@ -70,8 +71,12 @@ def percent(fraction: float) -> str:
     return f"{100 * fraction:.1f}%"
 
 
+# The pooled rule asks for the interval of the same (right, n) at many thresholds: computed once each.
+_interval = lru_cache(maxsize=4096)(wilson)
+
+
 def point(threshold: float, right: int, n: int) -> Point:
-    return Point(threshold, right / n, n, *wilson(right, n))
+    return Point(threshold, right / n, n, *_interval(right, n))
 
 
 @dataclass(frozen=True)

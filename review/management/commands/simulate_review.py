@@ -27,8 +27,6 @@ from runner.inline import JobSize, decode_run, train_and_promote
 
 REVIEWER = "simulated-reviewer"
 DEFAULT_LEARN_EVERY = 50  # reviewed products between two training jobs
-# A person follows the auto-accept page's ask for more blind labels while it stays a few dozen products.
-DEFAULT_BLIND_MOST = 3 * MIN_PRODUCTS
 
 
 def simulated_user() -> User:
@@ -68,9 +66,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--blind-most",
             type=positive,
-            default=DEFAULT_BLIND_MOST,
-            help="label more products blind when auto-accept asks, up to this many in all "
-            f"(default {DEFAULT_BLIND_MOST}; 0: never more than --blind)",
+            default=0,
+            help="label more products blind while the auto-accept page asks for them before it could "
+            "pool a threshold, up to this many products in all (default 0: never more than --blind)",
         )
         parser.add_argument(
             "--target", type=float, default=100 * DEFAULT_TARGET, help="auto-accept's precision, in percent"
