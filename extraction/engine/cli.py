@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("evaluate", help="run decoders on an AVE JSON-lines file, quality and speed")
     evaluate_data_arguments(p)
+    evaluate_model_arguments(p)
     evaluate_decoding_arguments(p)
     evaluate_output_arguments(p)
     p.set_defaults(func=run_evaluate)
@@ -71,7 +72,7 @@ def add_evaluate_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def evaluate_data_arguments(p: argparse.ArgumentParser) -> None:
-    """What is evaluated: the data file, its types and gold, the model and decoders, which products."""
+    """What is evaluated: the data file, its types and gold, which products."""
     p.add_argument(
         "--data",
         required=True,
@@ -103,6 +104,24 @@ def evaluate_data_arguments(p: argparse.ArgumentParser) -> None:
         "--no-typed decodes every attribute as text (the control)",
     )
     p.add_argument(
+        "--categories",
+        default=None,
+        metavar="A,B",
+        help="only the products of these categories (comma list; before --limit and --sample): "
+        "parallel processes each take a share of the categories, `pool` joins their --json files",
+    )
+    p.add_argument("--limit", type=int, default=None, help="first N products only")
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        help="N products taken evenly over the file (every category its share; after --limit)",
+    )
+
+
+def evaluate_model_arguments(p: argparse.ArgumentParser) -> None:
+    """Which model evaluates, and with which decoders."""
+    p.add_argument(
         "--model",
         default=None,
         help="model directory (default: the one `make model` makes; an error if missing)",
@@ -117,20 +136,6 @@ def evaluate_data_arguments(p: argparse.ArgumentParser) -> None:
         "--decoders",
         default=DEFAULT_DECODERS,
         help="comma list of ar,ar-honest,pld,fork,hpd (also ar-uncached, ar-honest-static, hpd-dense)",
-    )
-    p.add_argument(
-        "--categories",
-        default=None,
-        metavar="A,B",
-        help="only the products of these categories (comma list; before --limit and --sample): "
-        "parallel processes each take a share of the categories, `pool` joins their --json files",
-    )
-    p.add_argument("--limit", type=int, default=None, help="first N products only")
-    p.add_argument(
-        "--sample",
-        type=int,
-        default=None,
-        help="N products taken evenly over the file (every category its share; after --limit)",
     )
 
 

@@ -131,13 +131,15 @@ def test_fit_without_enough_signal_is_the_identity():
 def test_calibration_block_reading():
     assert calibration_scalings(None, True) == {}
     # fork follows hpd; AR without the prefix cache writes the same outputs as AR, so it follows
-    # ar; HPD under dense rows writes the same outputs as HPD, so it follows hpd
+    # ar, and so do both honest ARs (the same values at another cost); HPD under dense rows writes the same outputs as HPD, so it follows hpd
     platt = {"slope": 0.8, "bias": -1.9}
     assert calibration_scalings({"hpd": 2.0, "ar": platt}, True) == {
         "hpd": Scaling(0.5),
         "ar": Scaling(0.8, -1.9),
         "fork": Scaling(0.5),
         "ar-uncached": Scaling(0.8, -1.9),
+        "ar-honest": Scaling(0.8, -1.9),
+        "ar-honest-static": Scaling(0.8, -1.9),
         "hpd-dense": Scaling(0.5),
     }
     assert calibration_scalings({"hpd": 2.0, "fork": 1.25}, False)["fork"] == Scaling(0.8)
@@ -159,12 +161,21 @@ def test_the_extractor_applies_the_stored_scaling(model_dir, tmp_path):
     cal_ex = Extractor(calibrated)
     off_ex = Extractor(calibrated, calibrate=False)
     hpd, ar = Scaling(0.4), Scaling(2.0, -0.5)  # an older file's temperature, a Platt scaling
-    assert cal_ex.scalings == {"hpd": hpd, "ar": ar, "fork": hpd, "ar-uncached": ar, "hpd-dense": hpd}
+    assert cal_ex.scalings == {
+        "hpd": hpd,
+        "ar": ar,
+        "fork": hpd,
+        "ar-uncached": ar,
+        "ar-honest": ar,
+        "ar-honest-static": ar,
+        "hpd-dense": hpd,
+    }
     decoders = (
         ("hpd", hpd),
         ("fork", hpd),
         ("ar", ar),
         ("ar-uncached", ar),
+        ("ar-honest", ar),
         ("hpd-dense", hpd),
         ("pld", None),
     )
