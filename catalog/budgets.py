@@ -92,9 +92,14 @@ def suggested(category: Category, name: str, model_dir: Path | None = None) -> B
     """The size for attribute `name` of `category`: the longest value of the training data and of
     the category's known values, plus a margin. `model_dir`: the model whose training data and
     tokenizer count (a run's); None: the default model."""
+    return suggested_from(name, longest_known(category, name), model_dir)
+
+
+def suggested_from(name: str, known: str | None, model_dir: Path | None = None) -> Budget:
+    """suggested(), given the longest value the catalog knows for `name` (None: none known): the rule
+    for a catalog whose values are at hand before its products are stored (manage.py simulate_review)."""
     model_dir = model_dir or _model_dir()
     trained = _trained(model_dir).get(name)
-    known = longest_known(category, name)
     sizes, reasons = [], []
     if trained:
         sizes.append(trained)

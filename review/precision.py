@@ -8,14 +8,26 @@ included). Values cut by the token budget are left out: they are never auto-acce
 
 A threshold is offered for an attribute only where the lower end of the Wilson 95% interval
 (calibration.wilson, the one definition) of the precision above it reaches the target, over at
-least MIN_PRODUCTS labelled products. Otherwise the page says how many more blind labels the
+least MIN_PRODUCTS labelled values. Otherwise the page says how many more blind labels the
 attribute needs, assuming the model stays as right on them as it was so far. Neither the model's dev
 figures nor values reviewed in the queue (sorted by confidence, so no fair sample) count.
+
+One attribute's labels rarely suffice at a high target (an all-right sample needs 188 values before
+its lower end reaches 98%: 188 labelled products), so the attributes with no threshold of their own
+are pooled: one threshold t for all of them, offered where the lower end of the Wilson interval of
+the precision of all their blind-labelled values with confidence >= t reaches the target. The pool
+assumes that a value at a given confidence is about as often right whatever its attribute; an
+attribute whose own labelled values at >= t refute that (the upper end of their interval is below
+the target: "an invented value at 0.98") is left out of the pool at t, named with its figures, and
+its values are never accepted on the pool's evidence. Accepting the pool's values at t together is
+what the bound is about: the blind sample is a random sample of the products, so the pooled values
+are a fair sample of the values the pooled threshold accepts (the left-out attributes aside).
 """
 
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from django.db.models import OuterRef, Subquery
 
@@ -59,8 +71,23 @@ def percent(fraction: float) -> str:
     return f"{100 * fraction:.1f}%"
 
 
+# The pooled rule asks for the interval of the same (right, n) at many thresholds: computed once each.
+_interval = lru_cache(maxsize=4096)(wilson)
+
+
 def point(threshold: float, right: int, n: int) -> Point:
-    return Point(threshold, right / n, n, *wilson(right, n))
+    return Point(threshold, right / n, n, *_interval(right, n))
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The threshold shared by the attributes with none of their own: `point` is the precision of
+    the `members`' blind-labelled values at or above it; `left_out`: (attribute, its own point at
+    that threshold) for each attribute whose own labels there fall short of the target."""
+
+    point: Point
+    members: tuple[str, ...]
+    left_out: tuple[tuple[str, Point], ...] = ()
 
 
 @dataclass
@@ -73,6 +100,7 @@ class AttributeEstimate:
     proposal: Point | None  # the lowest threshold whose interval's lower end reaches the target
     needed: int | None  # more blind-labelled products it needs; None: no number of labels would do
     pending: int = 0  # pending values the proposal would accept (the view fills it in)
+    pooled: bool = False  # the proposal is the pool's threshold and evidence, not the attribute's own
 
     @property
     def precision_pct(self) -> str:
@@ -85,6 +113,9 @@ class Estimate:
     labelled_products: int  # products of the run that are labelled blind
     run_products: int
     attributes: list[AttributeEstimate] = field(default_factory=list)
+    pooled_over: tuple[str, ...] = ()  # the attributes with no threshold of their own (pooled if 2+)
+    pool: Pool | None = None  # the pooled threshold, when one is offered
+    pool_needed: int | None = None  # else more blind-labelled products it needs (None: no number would do)
 
     @property
     def too_few(self) -> bool:
@@ -155,8 +186,10 @@ def labels_needed(pairs: list[tuple[float, bool]], target: float) -> int | None:
     else:
         # the most confident slice of at least SLICE values with the best precision
         right, best = 0, (0.0, 1.0)
-        for i, (_, ok) in enumerate(ordered):
+        for i, (confidence, ok) in enumerate(ordered):
             right += ok
+            if i + 1 < n and ordered[i + 1][0] == confidence:
+                continue  # a threshold takes every value of its confidence
             if i + 1 >= SLICE and right / (i + 1) >= best[0]:
                 best = (right / (i + 1), (i + 1) / n)
         precision, share = best
@@ -186,8 +219,49 @@ def _smallest_sample(precision: float, target: float) -> int | None:
     return low
 
 
+def refuted(pairs: list[tuple[float, bool]], threshold: float, target: float) -> Point | None:
+    """The attribute's own point at `threshold` when its labelled values there show it below the
+    target (the upper end of their interval short of it), else None: nothing says it is unlike."""
+    above = [ok for confidence, ok in pairs if confidence >= threshold]
+    if all(above):
+        return None  # none, or all right: nothing refutes it (and no interval to compute)
+    own = point(threshold, sum(above), len(above))
+    return own if own.high < target else None
+
+
+def pooled_offer(judged: dict[str, list[tuple[float, bool]]], target: float) -> Pool | None:
+    """The lowest confidence t at which the attributes of `judged` that are not refuted at t
+    (see refuted) have, together, at least MIN_PRODUCTS labelled values >= t whose Wilson lower
+    bound reaches `target`; None when no t does. An attribute with no labelled value >= t stays in
+    the pool: nothing of its own says it is unlike the others."""
+    best = None
+    for threshold in sorted(
+        {confidence for pairs in judged.values() for confidence, _ in pairs}, reverse=True
+    ):
+        left_out = {name: refuted(pairs, threshold, target) for name, pairs in judged.items()}
+        members = [name for name, own in left_out.items() if own is None]
+        above = [ok for name in members for confidence, ok in judged[name] if confidence >= threshold]
+        if len(above) < MIN_PRODUCTS:
+            continue
+        pooled = point(threshold, sum(above), len(above))
+        if pooled.low >= target:
+            best = Pool(pooled, tuple(members), tuple((n, own) for n, own in left_out.items() if own))
+    return best
+
+
+def pool_labels_needed(judged: dict[str, list[tuple[float, bool]]], labelled_products: int, target: float):
+    """More blind-labelled products before a pooled threshold could be offered (labels_needed over
+    the pool's values, as products at the pool's values per labelled product); None: no number."""
+    pairs = [pair for pairs in judged.values() for pair in pairs]
+    values = labels_needed(pairs, target)
+    if values is None or not pairs:
+        return values
+    return max(math.ceil(values * max(labelled_products, 1) / len(pairs)), 1)
+
+
 def estimate(run: Run, target: float) -> Estimate:
-    """The threshold offered for each of `run`'s attributes at `target`, from its blind evidence."""
+    """The threshold offered for each of `run`'s attributes at `target`, from its blind evidence:
+    its own where its labels allow, else the pool's (see the module's docstring)."""
     judged = blind_judged(run)
     names = (
         Attribute.objects.filter(schema__in=run.work_items.values("schema"))
@@ -207,6 +281,19 @@ def estimate(run: Run, target: float) -> Estimate:
                 needed=0 if proposal else labels_needed(pairs, target),
             )
         )
+    if found.too_few:
+        return found
+    alone = {a.attribute: judged.get(a.attribute, []) for a in found.attributes if a.proposal is None}
+    if len(alone) < 2:
+        return found  # a pool of one is the attribute itself
+    found.pooled_over = tuple(alone)
+    found.pool = pooled_offer(alone, target)
+    if found.pool is None:
+        found.pool_needed = pool_labels_needed(alone, found.labelled_products, target)
+        return found
+    for attribute in found.attributes:
+        if attribute.attribute in found.pool.members:
+            attribute.proposal, attribute.pooled, attribute.needed = found.pool.point, True, 0
     return found
 
 

@@ -1,6 +1,7 @@
 """Auto-accept at a chosen precision, per attribute: a person names a precision, the page offers
 for each attribute of the run the confidence threshold whose precision, estimated on this catalog's
-blind labels, reaches it with the interval's lower end (review/precision.py); accepting runs as a
+blind labels, reaches it with the interval's lower end, or the threshold pooled over the attributes
+with too few labels of their own (review/precision.py); accepting runs as a
 bulk accept of that attribute's pending values with confidence at least that threshold. The
 threshold is computed again on the server when the accept is posted: nothing the form carries can
 lower it. Values cut by the token budget are never accepted in bulk (review/bulk.py).
