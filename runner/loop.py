@@ -155,6 +155,7 @@ def process_run(run_id: int, owner: str, wake: Wake, until: float = float("inf")
             "extractive": bool(getattr(extractor, "extractive", False)),
             # the precision it decoded in (a model's slotwise.json "cpu_dtype" on the CPU)
             "dtype": str(getattr(extractor, "torch_dtype", "")).removeprefix("torch."),
+            "engine_decoder": run.engine_decoder,  # which AR an AR run is (the pages name it)
         },
     )
     lease_seconds = settings.EXTRACTION_LEASE_SECONDS
@@ -168,7 +169,7 @@ def process_run(run_id: int, owner: str, wake: Wake, until: float = float("inf")
             attributes[schema_id] = decoding.attribute_specs(schema_id, sizes)
         return attributes[schema_id]
 
-    budget = BatchBudget(extractor, specs, run.decoder, stack)
+    budget = BatchBudget(extractor, specs, run.engine_decoder, stack)
     while True:
         if time.monotonic() >= until:
             return False
@@ -244,7 +245,7 @@ def _one_batch(run, extractor, owner, batch_size, lease_seconds, stack, budget, 
         try:
             with LeaseHeartbeat([item.id for item in items], owner, lease_seconds):
                 decoded, totals = decoding.decode_items(
-                    extractor, todo, budget.specs(schema_id), run.decoder, stack, run_stopped(run_id)
+                    extractor, todo, budget.specs(schema_id), run.engine_decoder, stack, run_stopped(run_id)
                 )
         except decoding.Cancelled:
             cancelled = cancel_own_leases(run_id, [item.id for item in items], owner)

@@ -84,8 +84,32 @@ def test_it_shows_hpd_and_ar_side_by_side_with_per_attribute_f1(client_for, bob)
     assert f'data-run="{scene.run.pk}" data-f1=' not in body and "no honest gold yet" in body
     assert f'data-run="{scene.run.pk}" data-used="0" data-left-out="4"' in body
     assert f'data-run="{ar.pk}" data-used="4" data-left-out="0"' in body
-    assert body.index("HPD (hyper-parallel) · run") < body.index("AR (autoregressive JSON) · run")
+    assert body.index("HPD (hyper-parallel) · run") < body.index(
+        "AR (autoregressive JSON, honest best) · run"
+    )
     assert "Micro F1 per attribute" in body and "Brand (4)" in body and "<svg" in body  # the chart, inline
+
+
+def test_the_ar_column_says_which_ar_its_speed_and_cost_are_of(client_for, bob):
+    """#49: the cost report names the AR it compares with: AR at its honest best for the app's AR runs
+    (the engine decoder the worker recorded), the paper's AR for a run decoded before it."""
+    scene = make_scenario(products=2, attributes=("Brand",))
+    ar = make_run(scene.products, scene.schema, decoder=Run.Decoder.AR)
+    make_values(ar, {(p, scene.attributes["Brand"]): ("Acme", 0.9) for p in scene.products})
+    Run.objects.filter(pk=ar.pk).update(decode_settings={"device": "cpu", "engine_decoder": "ar-honest"})
+    link_runs(scene.run, ar)
+    client = client_for(bob)
+    body = client.get(reverse("review:dashboard"), {"run": ar.pk}).content.decode()
+    assert (
+        f'data-run="{ar.pk}" data-engine-decoder="ar-honest">AR-JSON at its honest best: prefix cache' in body
+    )
+    assert f'data-run="{scene.run.pk}" data-engine-decoder="hpd">HPD' in body
+    assert 'id="which-ar"' in body and "cost per 1,000 products against it" in body
+    # negative control: an AR run a worker decoded before workers recorded it ran the paper's AR
+    Run.objects.filter(pk=ar.pk).update(decode_settings={"device": "cpu"})
+    body = client.get(reverse("review:dashboard"), {"run": ar.pk}).content.decode()
+    assert f'data-run="{ar.pk}" data-engine-decoder="ar">AR-JSON as the paper runs it' in body
+    assert "honest best: prefix cache" not in body
 
 
 def test_it_computes_speed_and_cost_on_the_device_the_run_used(client_for, bob):

@@ -77,6 +77,7 @@ def bench_run(
                 "catalog": source,
                 "categories": catalog.products.values("category").distinct().count(),
                 "decoder": decoder,
+                "engine_decoder": Run.ENGINE_DECODERS[decoder],
                 "batch_size": batch_size,
                 "stack": stack,
                 "engine_products_per_second": round(engine_rate, 3),
@@ -117,7 +118,9 @@ def _engine_alone(catalog, request: dict) -> float:
 
     def decode(schema_id, batch):
         docs = [Document(p.sku, p.document) for p in batch]
-        extractor.extract(docs, attributes[schema_id], decoder=request["decoder"], stack=request["stack"])
+        # the engine decoder the worker decodes the run with (an AR run: ar-honest), not the run's name
+        decoder = Run.ENGINE_DECODERS[request["decoder"]]
+        extractor.extract(docs, attributes[schema_id], decoder=decoder, stack=request["stack"])
 
     for schema_id, group in by_schema.items():  # warm-up: each schema's layout probe and prefix
         decode(schema_id, group[:size])
