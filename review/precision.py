@@ -19,9 +19,13 @@ the precision of all their blind-labelled values with confidence >= t reaches th
 assumes that a value at a given confidence is about as often right whatever its attribute; an
 attribute whose own labelled values at >= t refute that (the upper end of their interval is below
 the target: "an invented value at 0.98") is left out of the pool at t, named with its figures, and
-its values are never accepted on the pool's evidence. Accepting the pool's values at t together is
-what the bound is about: the blind sample is a random sample of the products, so the pooled values
-are a fair sample of the values the pooled threshold accepts (the left-out attributes aside).
+its values are never accepted on the pool's evidence. The bound still counts the left-out
+attributes' labels: leaving an attribute out because its labels showed errors and then bounding
+only the others' would choose the sample by its outcome, and the bound would flatter what it
+accepts (measured: simulate_review on WDC-PAVE dev, 20 blind products, accepted 2,166 values on such
+a pool "at 98%" of which 97.4% were right). Counted whole, the blind sample is a random sample of
+the products, so the pooled values are a fair sample of what a threshold over all of them accepts,
+and leaving out attributes that show themselves worse only raises the precision of the rest.
 """
 
 import math
@@ -82,8 +86,9 @@ def point(threshold: float, right: int, n: int) -> Point:
 @dataclass(frozen=True)
 class Pool:
     """The threshold shared by the attributes with none of their own: `point` is the precision of
-    the `members`' blind-labelled values at or above it; `left_out`: (attribute, its own point at
-    that threshold) for each attribute whose own labels there fall short of the target."""
+    all their blind-labelled values at or above it, the left-out attributes' included; `members`:
+    the attributes accepted on it; `left_out`: (attribute, its own point at that threshold) for each
+    attribute whose own labels there fall short of the target."""
 
     point: Point
     members: tuple[str, ...]
@@ -230,17 +235,18 @@ def refuted(pairs: list[tuple[float, bool]], threshold: float, target: float) ->
 
 
 def pooled_offer(judged: dict[str, list[tuple[float, bool]]], target: float) -> Pool | None:
-    """The lowest confidence t at which the attributes of `judged` that are not refuted at t
-    (see refuted) have, together, at least MIN_PRODUCTS labelled values >= t whose Wilson lower
-    bound reaches `target`; None when no t does. An attribute with no labelled value >= t stays in
-    the pool: nothing of its own says it is unlike the others."""
+    """The lowest confidence t at which the attributes of `judged` have, together, at least
+    MIN_PRODUCTS labelled values >= t whose Wilson lower bound reaches `target`, accepted there for
+    the attributes not refuted at t (see refuted); None when no t does. The refuted attributes'
+    labels count in the bound (the module's docstring says why). An attribute with no labelled
+    value >= t stays in the pool: nothing of its own says it is unlike the others."""
     best = None
     for threshold in sorted(
         {confidence for pairs in judged.values() for confidence, _ in pairs}, reverse=True
     ):
         left_out = {name: refuted(pairs, threshold, target) for name, pairs in judged.items()}
         members = [name for name, own in left_out.items() if own is None]
-        above = [ok for name in members for confidence, ok in judged[name] if confidence >= threshold]
+        above = [ok for pairs in judged.values() for confidence, ok in pairs if confidence >= threshold]
         if len(above) < MIN_PRODUCTS:
             continue
         pooled = point(threshold, sum(above), len(above))

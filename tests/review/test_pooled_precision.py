@@ -1,8 +1,9 @@
 """Auto-accept pooled over attributes (review/precision.py): where no attribute's own blind labels
 reach the target, one threshold for the attributes without one, offered only where the Wilson lower
 end of all their blind-labelled values above it reaches the target; an attribute whose own labels
-refute the pool is left out of it and never accepted on its evidence; the page says what was pooled,
-over how many values, and the interval's lower end."""
+refute the pool is left out of it and never accepted on its evidence, while its labels still count
+in the bound (leaving them out would choose the sample by its outcome); the page says what was
+pooled, over how many values, and the interval's lower end."""
 
 import re
 from html import unescape
@@ -20,13 +21,15 @@ from tests.support.pages import refusal
 pytestmark = pytest.mark.django_db
 
 ATTRIBUTES = ("Brand", "Color", "Size")
+# Nine attributes besides Color, so that Color's errors leave the whole pool above 98%.
+MANY = ("Brand", "Color", "Flavor", "Gender", "Material", "Pattern", "Scent", "Size", "Style", "Type")
 
 
-def catalog_of(confidences):
-    """One run over len(confidences) products, each product's three values at its confidence."""
+def catalog_of(confidences, attributes=ATTRIBUTES):
+    """One run over len(confidences) products, each product's values at its confidence."""
     scene = make_scenario(
         products=len(confidences),
-        attributes=ATTRIBUTES,
+        attributes=attributes,
         value_of=lambda i, name: (f"{name[0].lower()}{i}", confidences[i]),
     )
     return scene, sorted(scene.values, key=lambda v: (v.product.sku, v.attribute.position))
@@ -51,8 +54,8 @@ def index(value) -> int:
     return int(value.product.sku[1:])
 
 
-def statuses(scene) -> dict[str, list[str]]:
-    found = {name: [] for name in ATTRIBUTES}
+def statuses(scene, attributes=ATTRIBUTES) -> dict[str, list[str]]:
+    found = {name: [] for name in attributes}
     for name, status in ExtractedValue.objects.filter(run=scene.run).values_list(
         "attribute__name", "review__status"
     ):
@@ -109,10 +112,26 @@ def test_no_pooled_threshold_where_the_pooled_lower_bound_misses_the_target(clie
     assert statuses(scene)["Size"] == ["pending"] * 120
 
 
-def test_an_attribute_its_own_labels_refute_is_left_out_and_never_accepted_on_the_pool(client_for, alice):
-    # 100 products labelled blind at 0.99: Brand and Size all right, Color invented on 10 of them
-    # (an attribute the titles never name, read at 0.99); 20 more products unlabelled.
+def test_a_refuted_attribute_s_labels_still_count_so_leaving_it_out_cannot_make_a_pool(alice):
+    # 100 products labelled blind at 0.99: Brand and Size all right, Color invented on 10 of them.
+    # Brand and Size alone (200 of 200) would reach 98%, but they were chosen by the labels'
+    # outcome: counted whole, 290 of 300 fall short, and nothing is offered.
     scene, values = catalog_of([0.99] * 120)
+    label_blind(
+        [v for v in values if index(v) < 100],
+        lambda v: v.attribute.name == "Color" and index(v) % 10 == 0,
+        alice,
+    )
+    assert wilson(200, 200)[0] >= 0.98 > wilson(290, 300)[0]
+    found = precision.estimate(scene.run, 0.98)
+    assert found.pool is None and found.offered == []
+    assert found.pooled_over == ATTRIBUTES
+
+
+def test_an_attribute_its_own_labels_refute_is_left_out_and_never_accepted_on_the_pool(client_for, alice):
+    # 100 products labelled blind at 0.99: nine attributes all right, Color invented on 10 of them
+    # (an attribute the titles never name, read at 0.99); 20 more products unlabelled.
+    scene, values = catalog_of([0.99] * 120, MANY)
     label_blind(
         [v for v in values if index(v) < 100],
         lambda v: v.attribute.name == "Color" and index(v) % 10 == 0,
@@ -120,25 +139,30 @@ def test_an_attribute_its_own_labels_refute_is_left_out_and_never_accepted_on_th
     )
     found = precision.estimate(scene.run, 0.98)
     pool = found.pool
-    assert pool.members == ("Brand", "Size") and [name for name, _ in pool.left_out] == ["Color"]
+    members = tuple(name for name in MANY if name != "Color")
+    assert pool.members == members and [name for name, _ in pool.left_out] == ["Color"]
     color = dict(pool.left_out)["Color"]
     assert (color.n, color.precision) == (100, 0.9) and color.high == pytest.approx(wilson(90, 100)[1])
     assert color.high < 0.98
-    # the bound is over the members' values only, and it reaches the target
-    assert (pool.point.n, pool.point.precision) == (200, 1.0) and pool.point.low >= 0.98
+    # the bound counts Color's labels too (990 right of 1,000), and it still reaches the target
+    assert (pool.point.n, pool.point.precision) == (1000, 0.99)
+    assert pool.point.low == pytest.approx(wilson(990, 1000)[0]) and pool.point.low >= 0.98
     assert found.of("Color").proposal is None and not found.of("Color").pooled
 
     client = client_for(alice)
     page = client.get(reverse("review:auto_accept"), {"run": scene.run.pk, "target": "98"})
     text = " ".join(unescape(re.sub(r"<[^>]+>", " ", page.content.decode())).split())
-    assert "Pooled over Brand, Size : 200 blind-labelled values at or above it, 100.0% right" in text
-    assert f"(95% Wilson interval {precision.percent(pool.point.low)}–100.0%)" in text
+    assert (
+        f"Pooled over {', '.join(members)} : 1000 blind-labelled values at or above it, 99.0% right" in text
+    )
+    assert f"(95% Wilson interval {precision.percent(pool.point.low)}–" in text
+    assert "the left-out attributes' values below counted too" in text
     assert (
         "Left out, as their own labels at this confidence fall short of 98.0%: Color (100 labelled values, 90.0% right, at most"
         in text
     )
     body = page.content.decode()
-    assert body.count('<span class="pooled">(pooled)</span>') == 2
+    assert body.count('<span class="pooled">(pooled)</span>') == len(members)
     assert 'data-attribute="Color" data-offered=""' in body
 
     for name in ("Brand", "Size"):
@@ -150,11 +174,9 @@ def test_an_attribute_its_own_labels_refute_is_left_out_and_never_accepted_on_th
         reverse("review:start_auto_accept"), {"run": scene.run.pk, "attribute": "Color", "target": "98"}
     )
     assert "Cannot auto-accept Color" in refusal(refused)
-    assert statuses(scene) == {
-        "Brand": ["accepted"] * 120,
-        "Color": ["pending"] * 120,
-        "Size": ["accepted"] * 120,
-    }
+    found_statuses = statuses(scene, MANY)
+    assert found_statuses["Brand"] == found_statuses["Size"] == ["accepted"] * 120
+    assert found_statuses["Color"] == found_statuses["Flavor"] == ["pending"] * 120
     assert {job.filters["min_confidence"] for job in BulkAction.objects.all()} == {"0.99"}
 
 
