@@ -98,13 +98,3 @@ def read_products(path: Path) -> list[FileProduct]:
     if not products:
         raise ProductsFileError(f"{path}: holds no product")
     return products
-
-
-def schemas_of(products: list[FileProduct]) -> dict[str, list[str]]:
-    """{category: its attribute names}: the union of the names its records list, first seen first."""
-    names: dict[str, dict[str, None]] = {}
-    for product in products:
-        seen = names.setdefault(product.category, {})
-        for attribute in product.gold:
-            seen.setdefault(attribute, None)
-    return {category: list(found) for category, found in names.items()}

@@ -22,7 +22,8 @@ from catalog.imports.write import import_file
 from catalog.models import Catalog
 from catalog.schemas import AttributeData, do_import_schema
 from extraction.engine import metric
-from review.products_file import FileProduct, ProductsFileError, schemas_of
+from extraction.engine.data import schemas
+from review.products_file import FileProduct, ProductsFileError
 
 HEADER = ["sku", "title", "description", "category"]
 
@@ -51,7 +52,7 @@ def schema_payloads(path: Path, products: list[FileProduct]) -> list[dict]:
     with the file's longest value as the known one. The import's own fitting (schemas.fitted) then
     finds nothing to grow: it reads known values from the stored products, which hold none here."""
     payloads = []
-    for category, names in schemas_of(products).items():
+    for category, names in schemas(products).items():
         if not names:
             raise ProductsFileError(
                 f"{path}: no record of category {category!r} lists any attribute, so nothing to extract"

@@ -123,8 +123,9 @@ def options_for(path: str | pathlib.Path, products: list[Product]) -> pathlib.Pa
     return best
 
 
-def schemas(products: list[Product]) -> dict[str, list[str]]:
-    """category -> attribute names (union over the category's records, first-seen order)."""
+def schemas(products: list) -> dict[str, list[str]]:
+    """category -> attribute names (union over the category's records, first-seen order). Any
+    record with a category and a gold mapping will do (review/products_file.py's too)."""
     out: dict[str, dict[str, None]] = {}
     for p in products:
         names = out.setdefault(p.category, {})

@@ -21,11 +21,12 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from catalog.models import Catalog, Product
+from extraction.engine.data import schemas
 from extraction.engine.splits import DEFAULT_DATA
 from extraction.models import ExtractedValue
 from review.bootstrap import MIN_PRODUCTS
 from review.models import APPROVED, BulkAction, GoldValue
-from review.products_file import FileProduct, read_products, schemas_of
+from review.products_file import FileProduct, read_products
 from training.models import TrainingJob
 
 # Reading only: the module's fixture stores both runs once, each test's transaction is rolled back.
@@ -128,8 +129,8 @@ def model_right_share(run: Simulated) -> float:
 
 def expected_slots(path: Path) -> int:
     products = read_products(path)
-    schemas = schemas_of(products)
-    return sum(len(schemas[p.category]) for p in products)
+    attributes = schemas(products)
+    return sum(len(attributes[p.category]) for p in products)
 
 
 def test_with_no_look_allowed_the_catalog_is_only_the_model_s_own(no_look):
