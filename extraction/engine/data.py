@@ -63,6 +63,13 @@ def load(path: str | pathlib.Path, limit: int | None = None) -> list[Product]:
     return load_jsonl(path, limit)
 
 
+def judges_every_attribute(path: str | pathlib.Path) -> bool:
+    """Whether an AVE file's gold judges every attribute its category names (the JSON-lines sets:
+    their annotators tagged every value a title holds, so an attribute without gold is "n/a"), or
+    only the pairs it lists (ImplicitAVE: one attribute a product, its other attributes unjudged)."""
+    return pathlib.Path(path).suffix != ".tsv"
+
+
 TITLE_MARK = "[Title] "  # ImplicitAVE's texts column starts with it
 
 

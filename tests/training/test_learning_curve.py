@@ -4,6 +4,7 @@ worker, and the old and new versions scored on the products nobody reviewed."""
 
 import io
 import json
+import shutil
 
 import pytest
 import redis
@@ -13,13 +14,14 @@ from django.urls import reverse
 
 from catalog.models import Catalog
 from extraction.engine import data as ave
-from extraction.engine.splits import DEFAULT_DATA
+from extraction.engine.splits import DEFAULT_DATA, OPTIONS
 from review.models import GoldValue
 from tests.support.factories import make_catalog, make_product, make_schema
 from tests.support.training import TINY_JOB_ENV
 from tests.support.workers import start_worker, stop_worker
 from tools.bench.learning_curve import CurveRequest, pick_products, scoring_skus
 from training.curve import curve_charts, curve_points
+from training.gold import training_records
 from training.models import LearningCurvePoint, TrainingJob
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -38,6 +40,22 @@ def small_file(tmp_path):
     path = tmp_path / "oa-mine" / "small.jsonl"
     path.parent.mkdir()
     path.write_text("\n".join(picked) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def implicit_file(tmp_path):
+    """10 ImplicitAVE Food val products of Candy & Chocolate (each judged on one of the category's
+    attributes, so each has unjudged ones) in a domain folder with its train.tsv (the majority
+    floor's counts), beside its options file."""
+    root = DEFAULT_DATA / "implicitave"
+    lines = (root / "Food" / "val.tsv").read_text(encoding="utf-8").splitlines()
+    picked = [line for line in lines[1:] if line.split("\t")[2] == "Candy & Chocolate"][:10]
+    path = tmp_path / "implicitave" / "Food" / "val.tsv"
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join([lines[0], *picked]) + "\n", encoding="utf-8")
+    shutil.copy(root / "Food" / "train.tsv", path.parent)
+    shutil.copy(root / "options_Food.json", path.parent.parent)
     return path
 
 
@@ -95,6 +113,50 @@ def test_one_point_reviews_n_trains_and_scores_only_the_products_nobody_reviewed
     assert f"{point.f1_after:.3f}" in page and f"{point.f1_before:.3f}" in page
     assert f"{point.typed_after:.3f}" in page and f"{point.typed_before:.3f}" in page
     assert "most useful first: after" in page  # the chart's legend: each order before and after
+
+
+def test_an_implicitave_domain_is_a_catalog_of_enumerations_reviewed_on_its_judged_attributes_only(
+    implicit_file, workers, settings
+):
+    settings.TRAINING_MAX_STEPS = 2
+    settings.TRAINING_BATCH_TOKENS = 128
+    out = io.StringIO()
+    call_command(
+        "learning_curve", "--data", str(implicit_file), "--review", "6", "--order", "random", stdout=out
+    )
+    summary = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert summary["data"] == "Food/val.tsv" and summary["n_reviewed"] == 6 and summary["n_remaining"] == 4
+    # the file judges one attribute a product: the typed metric scores those same pairs
+    assert summary["typed_before"] == summary["f1_before"] and summary["typed_after"] == summary["f1_after"]
+    assert "majority floor on them" in out.getvalue()
+
+    point = LearningCurvePoint.objects.get()
+    catalog = point.catalog
+    options = ave.load_options(implicit_file.parent.parent / "options_Food.json")
+    schema = catalog.products.first().category.current_schema
+    attributes = {a.name: a for a in schema.attributes.all()}
+    assert set(attributes) <= {"Candy Variety", "Container", "Occasion"}
+    assert len(attributes) >= 2  # so that every product has an attribute nobody judges
+    assert all(a.kind == "enum" and a.allowed_values == options[a.name] for a in attributes.values())
+
+    # each reviewed product's judged attribute is settled in review, by hand; nothing else is gold
+    records = {r.text: r for r in ave.load(implicit_file)}
+    gold = GoldValue.objects.filter(product__catalog=catalog)
+    assert set(gold.values_list("provenance", flat=True)) <= {
+        GoldValue.Provenance.ACCEPTED,
+        GoldValue.Provenance.CORRECTED,
+    }
+    reviewed = set(gold.values_list("product_id", flat=True))
+    assert len(reviewed) == 6
+    for product in catalog.products.filter(pk__in=reviewed):
+        judged = records[product.title].gold
+        settled = dict(gold.filter(product=product).values_list("attribute_name", "value"))
+        assert set(settled) == set(judged) and all(settled[name] in judged[name] for name in judged)
+    # and they train as enumerations, their options listed
+    job = TrainingJob.objects.get(catalog=catalog)
+    assert job.status == TrainingJob.Status.DONE and set(job.trained_on) | set(job.held_back) == reviewed
+    for record in training_records(catalog, job.trained_on):
+        assert record[OPTIONS] == {name: options[name] for name in record["target_scores"]}
 
 
 def test_a_review_count_the_file_cannot_hold_is_refused_before_anything_is_stored(small_file):

@@ -1,12 +1,15 @@
 """`manage.py learning_curve`: what N reviewed products teach the model, measured on the rest.
 
 One point of the learning curve, end to end through the product:
-1. the AVE file becomes a catalog (its categories' schemas, its products without their gold);
+1. the AVE file becomes a catalog (its categories' schemas, its products without their gold); an
+   ImplicitAVE domain file (DOMAIN/val.tsv) too, its attributes enumerations of its options file;
 2. the catalog is decoded by the run workers (HPD, and AR beside it for the "useful" order, which
    ranks by HPD/AR disagreement);
 3. N products are "reviewed": their gold is typed blind from the file as a reviewer types it (a
    value for every attribute, "n/a" where the file gives none), picked in the review queue's
-   "most useful" order or at random;
+   "most useful" order or at random; a file that judges some attributes of a product only
+   (ImplicitAVE) is reviewed as a reviewer settles those: the run's value of each judged attribute
+   accepted or corrected in review, the others left alone (neither trained nor scored);
 4. the training job of the "Improve the model" page runs on a `train` worker;
 5. the old and the new version decode the products nobody reviewed (or, with a score share, a
    fixed share of the file set aside before any product is picked: the same products for every
@@ -34,10 +37,12 @@ from catalog.imports.write import import_file
 from catalog.models import Catalog, Product
 from catalog.schemas import do_import_schema
 from extraction.engine import data as ave
-from extraction.models import Run
+from extraction.models import ExtractedValue, Run
 from extraction.services import RunRequest, do_start_run
+from review.actions import do_review
 from review.blind import do_blind_label
 from review.filters import QueueFilter
+from review.models import ValueEvent
 from review.useful_order import candidates
 from review.usefulness import rank_products
 from training.models import LearningCurvePoint, TrainingJob
@@ -84,17 +89,27 @@ def run_point(request: CurveRequest, say=lambda text: None) -> LearningCurvePoin
     runs = decode_catalog(catalog, request, say)
     scored = catalog.products.filter(sku__in=set_aside)
     reviewed = pick_products(catalog, runs, request, never=set(scored.values_list("pk", flat=True)))
-    type_gold(reviewed, by_sku)
-    say(f"typed the gold of {len(reviewed)} products blind ({request.order} order)")
+    if ave.judges_every_attribute(request.data):
+        type_gold(reviewed, by_sku)
+        say(f"typed the gold of {len(reviewed)} products blind ({request.order} order)")
+    else:
+        settled = settle_judged(reviewed, by_sku, runs["hpd"])
+        say(f"settled {settled} judged values of {len(reviewed)} products in review ({request.order} order)")
     job = train(catalog, request, say)
     if not set_aside:
         scored = catalog.products.exclude(pk__in=[p.pk for p in reviewed])
     remaining = list(scored.select_related("category"))
     old_dir, new_dir = version_dirs(job)
-    before = score_products(old_dir, remaining, by_sku)
-    after = score_products(new_dir, remaining, by_sku)
+    every = ave.judges_every_attribute(request.data)
+    before = score_products(old_dir, remaining, by_sku, every)
+    after = score_products(new_dir, remaining, by_sku, every)
     where = "set aside for scoring" if set_aside else "nobody reviewed"
     say(f"scored both versions on the {len(remaining)} products {where}")
+    floor = ave.majority_floor(request.data, [by_sku[p.sku] for p in remaining])
+    if floor is not None:
+        say(
+            f"majority floor on them (each attribute's most common value in {floor['source']}): {floor['accuracy']:.3f}"
+        )
     return LearningCurvePoint.objects.create(
         catalog=catalog,
         data_name=data_name(request.data),
@@ -145,9 +160,10 @@ def import_catalog(request: CurveRequest, by_sku: dict[str, ave.Product]) -> Cat
     if Catalog.objects.filter(name=name).exists():
         raise CurveError(f"catalog {name!r} exists already: delete it first, or pick another --seed")
     products = list(by_sku.values())
+    options = enumerations(request.data, products)
     with tempfile.TemporaryDirectory() as tmp, transaction.atomic():
         for category, attributes in sorted(ave.schemas(products).items()):
-            do_import_schema(schema_payload(prefix + category, attributes), user=None)
+            do_import_schema(schema_payload(prefix + category, attributes, options), user=None)
         catalog = Catalog.objects.create(name=name, description=f"Products of {request.data}, gold withheld.")
         path = Path(tmp) / "products.csv"
         with path.open("w", encoding="utf-8", newline="") as f:
@@ -161,11 +177,28 @@ def import_catalog(request: CurveRequest, by_sku: dict[str, ave.Product]) -> Cat
     return catalog
 
 
-def schema_payload(category: str, attributes: list[str]) -> dict:
+def enumerations(path: Path, products: list[ave.Product]) -> dict[str, list[str]]:
+    """attribute -> allowed values: an ImplicitAVE domain's options file (the one evaluate decodes
+    it with); none for the JSON-lines sets, whose values are spans of the title."""
+    if ave.judges_every_attribute(path):
+        return {}
+    chosen = ave.options_for(path, products)
+    if chosen is None:
+        raise CurveError(f"{path}: no options_*.json of its values in {Path(path).resolve().parent.parent}")
+    return ave.load_options(chosen)
+
+
+def schema_payload(category: str, attributes: list[str], options: dict[str, list[str]]) -> dict:
+    """A schema file (catalog/schemas.py's format): an attribute with options is an enumeration."""
     return {
         "format": "slotwise-schema/1",
         "category": category,
-        "attributes": [{"name": name, "kind": "text"} for name in attributes],
+        "attributes": [
+            {"name": name, "kind": "enum", "allowed_values": options[name]}
+            if name in options
+            else {"name": name, "kind": "text"}
+            for name in attributes
+        ],
     }
 
 
@@ -204,9 +237,12 @@ def pick_products(
     return list(Product.objects.filter(pk__in=chosen).select_related("category"))
 
 
-def as_typed(product: Product, record: ave.Product) -> dict[str, list[str]]:
+def as_typed(product: Product, record: ave.Product, every: bool = True) -> dict[str, list[str]]:
     """The product's gold as a reviewer types it: for every attribute of its schema, the file's
-    accepted forms, or "n/a" where the file has none (its annotators tagged every value a title holds)."""
+    accepted forms, or "n/a" where the file has none (its annotators tagged every value a title
+    holds). every=False (a file that judges some attributes only): the judged ones alone."""
+    if not every:
+        return dict(record.gold)
     names = product.category.current_schema.attributes.values_list("name", flat=True)
     return {name: record.gold.get(name) or [NA] for name in names}
 
@@ -216,6 +252,28 @@ def type_gold(products: list[Product], by_sku: dict[str, ave.Product]) -> None:
     for product in products:
         typed = {name: forms[0] for name, forms in as_typed(product, by_sku[product.sku]).items()}
         do_blind_label(product, product.category.current_schema.pk, typed, user=None)
+
+
+def settle_judged(products: list[Product], by_sku: dict[str, ave.Product], run: Run) -> int:
+    """Each product's judged attributes settled in review as a reviewer who knows the file's gold
+    settles them: the run's value accepted where it is a gold form, else corrected to the first;
+    the product's other attributes are left pending. The number of values settled."""
+    settled = 0
+    values = ExtractedValue.objects.filter(run=run, product__in=products).select_related(
+        "attribute", "review"
+    )
+    for value in values.order_by("product_id", "attribute__position"):
+        forms = by_sku[next(p.sku for p in products if p.pk == value.product_id)].gold.get(
+            value.attribute.name
+        )
+        if not forms:
+            continue
+        if value.value in forms:
+            do_review(value.pk, value.review.version, ValueEvent.Action.ACCEPT, None)
+        else:
+            do_review(value.pk, value.review.version, ValueEvent.Action.CORRECT, None, text=forms[0])
+        settled += 1
+    return settled
 
 
 def train(catalog: Catalog, request: CurveRequest, say) -> TrainingJob:
@@ -241,10 +299,13 @@ def version_dirs(job: TrainingJob) -> tuple[str, str]:
     return str(old), str(cache.local_dir(job.result.pk))
 
 
-def score_products(model_dir: str, products: list[Product], by_sku: dict[str, ave.Product]) -> dict:
+def score_products(
+    model_dir: str, products: list[Product], by_sku: dict[str, ave.Product], every: bool = True
+) -> dict:
     """{"standard": ..., "typed": ...}: the training job's own scorer (runner/training/evaluation.py)
     on one decode of these products, against the file's gold on the pairs it judges (the standard
-    metric) and against the gold as a reviewer types it (as_typed), each with its interval."""
+    metric) and against the gold as a reviewer types it (as_typed; the same pairs where the file
+    judges some attributes only), each with its interval."""
     from django.conf import settings
 
     from runner.training.evaluation import decode, score
@@ -252,7 +313,7 @@ def score_products(model_dir: str, products: list[Product], by_sku: dict[str, av
     predictions = decode(model_dir, products, settings.SLOTWISE_DEVICE)
     categories = {p.pk: p.category.name for p in products}
     judged = {p.pk: by_sku[p.sku].gold for p in products}
-    typed = {p.pk: as_typed(p, by_sku[p.sku]) for p in products}
+    typed = {p.pk: as_typed(p, by_sku[p.sku], every) for p in products}
     return {
         "standard": score(predictions, judged, categories),
         "typed": score(predictions, typed, categories),

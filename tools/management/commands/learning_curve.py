@@ -1,4 +1,4 @@
-"""`manage.py learning_curve --data FILE.jsonl --review N [--order useful|random] [--seed S]`: one
+"""`manage.py learning_curve --data FILE.jsonl|DOMAIN/val.tsv --review N [--order useful|random] [--seed S]`: one
 point of the learning curve, through the real run and training workers (tools/bench/learning_curve.py)."""
 
 from pathlib import Path
@@ -16,7 +16,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--data", required=True, type=Path, help="AVE JSON lines (oa-mine, ae-110k, wdc-pave)"
+            "--data",
+            required=True,
+            type=Path,
+            help="AVE JSON lines (oa-mine, ae-110k, wdc-pave) or an ImplicitAVE domain file (DOMAIN/val.tsv)",
         )
         parser.add_argument("--review", required=True, type=int, help="products to review (N)")
         parser.add_argument("--order", choices=ORDERS, default="useful", help="which products are reviewed")
