@@ -26,28 +26,26 @@ class _Prompts:
     def __init__(self):
         self._of: dict[int, dict[str, Attribute]] = {}
 
-    def attributes(self, schema_id: int) -> dict[str, Attribute]:
+    def said(self, schema_id: int, name: str) -> dict:
+        """name's options and description as schema_id's prompt says them ({} where it says neither)."""
         if schema_id not in self._of:
             self._of[schema_id] = {a.name: a for a in Attribute.objects.filter(schema_id=schema_id)}
-        return self._of[schema_id]
-
-    def add(self, record: dict, schema_id: int, name: str) -> None:
-        """name's options and description as schema_id says them (a later version replaces an
-        earlier one's, as its gold does)."""
-        attribute = self.attributes(schema_id).get(name)
+        attribute = self._of[schema_id].get(name)
         said = {}
         if attribute is not None and attribute.kind == Attribute.Kind.ENUM and attribute.allowed_values:
             said[OPTIONS] = [str(v) for v in attribute.allowed_values]
         if attribute is not None and attribute.description:
             said[DESCRIPTIONS_KEY] = attribute.description
-        for key in (OPTIONS, DESCRIPTIONS_KEY):
-            told = {k: v for k, v in record.get(key, {}).items() if k != name}
-            if key in said:
-                told[name] = said[key]
-            if told:
-                record[key] = told
-            else:
-                record.pop(key, None)
+        return said
+
+
+def _told(record: dict, said: dict[str, dict]) -> dict:
+    """record with what the prompt says of each attribute (options, descriptions) attached."""
+    for key in (OPTIONS, DESCRIPTIONS_KEY):
+        told = {name: words[key] for name, words in said.items() if key in words}
+        if told:
+            record[key] = told
+    return record
 
 
 def product_key(product: Product) -> str:
@@ -62,13 +60,14 @@ def gold_records(gold: QuerySet | None = None) -> Iterator[dict]:
         .order_by("product__catalog__name", "product__sku", "schema__version", "attribute_name")
     )
     record: dict | None = None
+    said: dict[str, dict] = {}  # attribute -> what its latest schema version's prompt says of it
     product_id = None
     prompts = _Prompts()
     for row in rows.iterator(chunk_size=2000):
         if row.product_id != product_id:
             if record is not None:
-                yield record
-            product_id = row.product_id
+                yield _told(record, said)
+            product_id, said = row.product_id, {}
             record = {
                 "id": product_key(row.product),
                 "input": row.product.document,
@@ -76,9 +75,9 @@ def gold_records(gold: QuerySet | None = None) -> Iterator[dict]:
                 "target_scores": {},
             }
         record["target_scores"][row.attribute_name] = {row.value: 1}
-        prompts.add(record, row.schema_id, row.attribute_name)
+        said[row.attribute_name] = prompts.said(row.schema_id, row.attribute_name)
     if record is not None:
-        yield record
+        yield _told(record, said)
 
 
 def write_jsonl(out, records: Iterable[dict]) -> int:

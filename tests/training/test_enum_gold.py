@@ -38,13 +38,19 @@ def prompt_lines(record: dict) -> dict[str, str]:
     return {name: attribute_line(prompted_spec(name, [example])) for name in record["target_scores"]}
 
 
-def test_reviewed_enumerations_train_as_enumerations_under_their_descriptions():
+@pytest.fixture
+def shoe():
+    """A catalog's first shoe, its current schema's Color an enumeration of FORMS."""
     catalog = make_catalog("Enumerations")
     shoe = catalog.products.filter(category__name="Shoes").order_by("sku").first()
-    schema = shoe.category.current_schema
-    Attribute.objects.filter(schema=schema, name="Color").update(
+    Attribute.objects.filter(schema=shoe.category.current_schema, name="Color").update(
         kind=Attribute.Kind.ENUM, allowed_values=FORMS
     )
+    return shoe
+
+
+def test_reviewed_enumerations_train_as_enumerations_under_their_descriptions(shoe):
+    catalog, schema = shoe.catalog, shoe.category.current_schema
     settle(shoe, schema, Color="black", Brand="Diesel")
 
     [record] = training_records(catalog, [shoe.pk])
@@ -64,13 +70,8 @@ def test_reviewed_enumerations_train_as_enumerations_under_their_descriptions():
     assert as_prompted([record], {"enum_values_in_prompt": True}) == [record]
 
 
-def test_a_later_schema_version_replaces_what_an_earlier_one_said():
-    catalog = make_catalog("Versions")
-    shoe = catalog.products.filter(category__name="Shoes").order_by("sku").first()
-    first = shoe.category.current_schema
-    Attribute.objects.filter(schema=first, name="Color").update(
-        kind=Attribute.Kind.ENUM, allowed_values=FORMS
-    )
+def test_a_later_schema_version_replaces_what_an_earlier_one_said(shoe):
+    catalog, first = shoe.catalog, shoe.category.current_schema
     settle(shoe, first, Color="black")
     [before] = training_records(catalog, [shoe.pk])
     assert before[OPTIONS] == {"Color": FORMS}

@@ -89,7 +89,8 @@ def run_point(request: CurveRequest, say=lambda text: None) -> LearningCurvePoin
     runs = decode_catalog(catalog, request, say)
     scored = catalog.products.filter(sku__in=set_aside)
     reviewed = pick_products(catalog, runs, request, never=set(scored.values_list("pk", flat=True)))
-    if ave.judges_every_attribute(request.data):
+    every = ave.judges_every_attribute(request.data)
+    if every:
         type_gold(reviewed, by_sku)
         say(f"typed the gold of {len(reviewed)} products blind ({request.order} order)")
     else:
@@ -100,7 +101,6 @@ def run_point(request: CurveRequest, say=lambda text: None) -> LearningCurvePoin
         scored = catalog.products.exclude(pk__in=[p.pk for p in reviewed])
     remaining = list(scored.select_related("category"))
     old_dir, new_dir = version_dirs(job)
-    every = ave.judges_every_attribute(request.data)
     before = score_products(old_dir, remaining, by_sku, every)
     after = score_products(new_dir, remaining, by_sku, every)
     where = "set aside for scoring" if set_aside else "nobody reviewed"
@@ -259,13 +259,12 @@ def settle_judged(products: list[Product], by_sku: dict[str, ave.Product], run: 
     settles them: the run's value accepted where it is a gold form, else corrected to the first;
     the product's other attributes are left pending. The number of values settled."""
     settled = 0
+    sku_of = {p.pk: p.sku for p in products}
     values = ExtractedValue.objects.filter(run=run, product__in=products).select_related(
         "attribute", "review"
     )
     for value in values.order_by("product_id", "attribute__position"):
-        forms = by_sku[next(p.sku for p in products if p.pk == value.product_id)].gold.get(
-            value.attribute.name
-        )
+        forms = by_sku[sku_of[value.product_id]].gold.get(value.attribute.name)
         if not forms:
             continue
         if value.value in forms:
