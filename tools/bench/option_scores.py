@@ -36,7 +36,7 @@ from extraction.engine import data as ave
 from extraction.engine.api import Document, Extractor, finish
 from extraction.engine.decode import masks
 from extraction.engine.decode.constraints import ChoiceRule
-from extraction.engine.evaluate.decoder_runs import Types
+from extraction.engine.evaluate.decoder_runs import attribute_types
 from extraction.engine.layout import PROMPT_DOC, PROMPT_SLOT, SchemaPrompt, build_hpd_layout, doc_ids
 from extraction.engine.metric import outcome
 from extraction.engine.modeling import cut_window, expand_cache, forward_hidden, logits
@@ -44,8 +44,6 @@ from extraction.engine.modeling import cut_window, expand_cache, forward_hidden,
 MEASURES = ("sum", "mean", "path", "walk", "sum_less_prior")
 CONTENT_FREE = "N/A"  # the document the options' prior is read under (contextual calibration)
 BUDGET = 8  # a text attribute's gap (enumerations get the gap their longest option needs)
-
-
 OPTION_SLOTS = 1_000_000  # slot ids of the laid-out values start here, past every real slot
 
 
@@ -68,13 +66,6 @@ class Scored:
 
     full: dict[str, list[float]]
     allowed: dict[str, list[float]] | None = None
-
-    def best(self) -> tuple[str, float]:
-        """(the best-scored value, its share of the values' probabilities)."""
-        values = list(self.full)
-        totals = torch.tensor([sum(self.full[v]) for v in values], dtype=torch.float64)
-        k = int(torch.argmax(totals))  # the first listed on a tie
-        return values[k], float(torch.softmax(totals, 0)[k])
 
 
 @torch.no_grad()
@@ -188,10 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     products = ave.load(args.data)
     if args.sample and args.sample < len(products):
         products = random.Random(args.seed).sample(products, args.sample)
-    options = ave.options_for(args.data, products)
-    if options is None:
-        raise SystemExit(f"{args.data}: no options_*.json in the folder above it")
-    types = Types(ave.load_options(options), na=False, source=str(options))
+    types = attribute_types(argparse.Namespace(data=args.data, options=None), products)
     ex = Extractor(args.model, calibrate=False)
     schemas = ave.schemas(products)
     unlisted = Extractor(args.model, calibrate=False)
