@@ -1,6 +1,6 @@
 """Lookahead (drafts proposed in lookahead.py, fed and read by hpd.py's step): drafts fed beside each
 open slot's token and read only while confirmed give the values of one token per step, in fewer
-forwards. The bundled from-scratch model (trained: its values copy the document, so drafts are
+forwards; endings the constraint forces (hpd.settle_forced) are written without feeding them. The bundled from-scratch model (trained: its values copy the document, so drafts are
 confirmed) decodes real product titles under the extractive constraint; a negative control that
 trusts the drafts decodes other values."""
 
@@ -12,6 +12,7 @@ import torch
 from extraction.engine import layout
 from extraction.engine.api import Extractor, model_settings
 from extraction.engine.decode import hpd
+from extraction.engine.decode.batched_constraints import BatchedConstraint
 from extraction.engine.decode.extractive import doc_index
 from extraction.engine.decode.lookahead import Lookahead, copies_per_slot, propose
 from tests.support.engine_schemas import BUNDLED, CATALOG
@@ -67,6 +68,30 @@ def test_negative_control_trusting_the_drafts_decodes_other_values(bundled, monk
     trusted, _ = decode_catalog(bundled, EVERY_STEP)
     values = lambda out: [[{n: v.ids for n, v in d.items()} for d in s] for s in out]  # noqa: E731
     assert values(trusted) != values(single)
+
+
+def test_forced_endings_are_written_without_a_forward(bundled, monkeypatch):
+    settled, c_settled = decode_catalog(bundled, None)
+    monkeypatch.setattr(hpd, "settle_forced", lambda *args: None)  # every token fed, one per step
+    fed, c_fed = decode_catalog(bundled, None)
+    for a, b in zip(settled, fed, strict=True):
+        assert_same(a, b)
+    assert c_settled.settled > 0 and c_fed.settled == 0
+    assert c_settled.tokens_decoded == c_fed.tokens_decoded
+
+
+def test_negative_control_a_choice_taken_as_forced_decodes_other_values(bundled, monkeypatch):
+    fed, _ = decode_catalog(bundled, None)
+
+    def first_allowed(self, idx, vocab):  # the lowest allowed token, as if it were the only one
+        rows, toks, free = self.allowed(idx, vocab)
+        out = torch.full((len(idx),), vocab, dtype=torch.long).scatter_reduce(0, rows, toks, "amin")
+        return torch.where(free, -1, out)
+
+    monkeypatch.setattr(BatchedConstraint, "forced", first_allowed)
+    guessed, _ = decode_catalog(bundled, None)
+    values = lambda out: [[{n: v.ids for n, v in d.items()} for d in s] for s in out]  # noqa: E731
+    assert values(guessed) != values(fed)
 
 
 # ---------------------------------------------------------------------------------- drafts

@@ -304,6 +304,25 @@ class BatchedConstraint:
         out[free] = True
         return out, free
 
+    def forced(self, idx: torch.Tensor, vocab: int) -> torch.Tensor:
+        """[M] the one token each slot allows next (-1: several, or a free slot)."""
+        rows, toks, free = self.allowed(idx, vocab)
+        one = ((torch.bincount(rows, minlength=len(idx)) == 1) & ~free)[rows]
+        return torch.full((len(idx),), -1, dtype=torch.long, device=self.device).index_put_(
+            (rows[one],), toks[one]
+        )
+
+    STATE = ("length", "na_at", "auto", "started", "ends")  # what push changes, per slot
+
+    def save(self, idx: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The state of slots idx, for restore (a walk that may be taken back)."""
+        return {name: getattr(self, name)[idx].clone() for name in self.STATE}
+
+    def restore(self, idx: torch.Tensor, saved: dict[str, torch.Tensor], keep: torch.Tensor) -> None:
+        """Slots idx[keep] back to their saved state (save(idx))."""
+        for name in self.STATE:
+            getattr(self, name)[idx[keep]] = saved[name][keep]
+
     # ------------------------------------------------------------------------------ push
 
     def push(self, idx: torch.Tensor, tokens: torch.Tensor) -> None:

@@ -76,6 +76,7 @@ class Counters:
     rows_dropped: int = 0  # rows that left the decode early (all their slots finished)
     drafted: int = 0  # lookahead draft tokens fed (lookahead.py)
     accepted: int = 0  # of them, those the step's own choice confirmed
+    settled: int = 0  # value tokens the constraint forced to a slot's end, written without a forward
     max_steps_per_row_batch: list[int] = field(default_factory=list)
 
 
@@ -155,6 +156,8 @@ def _doc_tokens(rows: list[list[RowDoc]], device) -> torch.Tensor:
 
 class Greedy:
     """Unconstrained greedy choice."""
+
+    slots: BatchedConstraint | None = None  # the slots' constraint states, where a hook keeps them batched
 
     def choose(self, model, hidden, rows, slots):
         """hidden [N, D] last hidden states of N queries, query i for slot slots[i] of batch row
@@ -367,6 +370,48 @@ def decode_step(model, d: Decoding, hook: Greedy, schema: SchemaPrompt, counters
     d.is_open = d.is_open & (d.last != schema.terminator) & (d.fed < d.rows.slot_gap)
 
 
+def settle_forced(model, d: Decoding, hook: Greedy, schema: SchemaPrompt, counters: Counters) -> None:
+    """Close every open slot whose remaining tokens its constraint forces, one allowed token after
+    another up to the terminator or a full gap (the rest of "n/a", of an enumeration's only value
+    left): they are written without a forward. A slot's value tokens are seen by that slot alone,
+    so tokens after which it ends need no entries; greedy under the constraint picks the one allowed
+    token, at log-probability 0 (token_masks.pair_choice over one token), so the values and their
+    confidences are those of feeding them one by one. A slot whose walk meets a choice is taken
+    back to where it was, and decodes on."""
+    if hook.slots is None:
+        return
+    row, slot = d.is_open.nonzero(as_tuple=True)
+    if len(row) == 0:
+        return
+    idx = row * hook.width + slot
+    saved = hook.slots.save(idx)
+    number, gap = d.fed[row, slot].clone(), d.rows.slot_gap[row, slot]
+    walked = torch.full_like(d.out_tok[row, slot], -1)  # [M, G+1] forced tokens by token number
+    ended = torch.zeros_like(row, dtype=torch.bool)
+    going = torch.arange(len(row), device=row.device)  # slots whose walk is forced so far
+    vocab = vocab_size(model)
+    while len(going):
+        tok = hook.slots.forced(idx[going], vocab)
+        going, tok = going[tok >= 0], tok[tok >= 0]
+        number[going] += 1
+        walked[going, number[going]] = tok
+        end = (tok == schema.terminator) | (number[going] == gap[going])
+        ended[going[end]] = True
+        going, tok = going[~end], tok[~end]
+        hook.slots.push(idx[going], tok)
+    hook.slots.restore(idx, saved, ~ended)
+    e = ended.nonzero().squeeze(1)
+    if len(e) == 0:
+        return
+    r, s = row[e], slot[e]
+    k, col = (walked[e] >= 0).nonzero(as_tuple=True)
+    d.out_tok[r[k], s[k], col], d.out_lp[r[k], s[k], col] = walked[e][k, col], 0.0
+    d.fed[r, s], d.last[r, s] = number[e], walked[e, number[e]]
+    d.is_open[r, s] = False
+    counters.tokens_decoded += len(k)
+    counters.settled += len(k)
+
+
 # ---------------------------------------------------------------------------------- the loop
 
 
@@ -402,10 +447,12 @@ def decode_rows(
     device = rows.input_ids.device
     hook = Constrained(rows, schema) if extractive else Greedy()
     d = prefill_rows(model, schema, prefix_cache, rows, hook, counters, attention, lookahead)
+    settle_forced(model, d, hook, schema, counters)
     tick(clock, device)
     while (max_steps is None or d.steps < max_steps) and bool(d.is_open.any()):
         drop_finished(d, counters)
         decode_step(model, d, hook, schema, counters)
+        settle_forced(model, d, hook, schema, counters)
         tick(clock, device)
     counters.max_steps_per_row_batch.append(d.steps)
     return collect(d.out_tok.tolist(), d.out_lp.tolist(), rows.slot_valid.tolist(), schema.terminator)
