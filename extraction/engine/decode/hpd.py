@@ -7,6 +7,8 @@ lookahead) for every open slot of every stacked document of every batch row.
     decode_step      one forward for the open slots (OpenSlots: this step's view of them): each feeds its
                      last token and its lookahead drafts (step_tokens; lookahead.propose), packed per row
                      (pack_queries) -> next token(s), read while the drafts are confirmed (confirmed)
+    settle_forced    after the prefill and each step: a slot whose remaining tokens its constraint forces
+                     to the end is closed without feeding them (nothing but the slot itself sees them)
     decode_rows      prefill, then steps until every slot finished; finished rows leave the attention
     collect          tokens -> SlotValue (ids, logprobs, truncated)
 
